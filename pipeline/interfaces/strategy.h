@@ -1,0 +1,65 @@
+#ifndef PIPELINE_INTERFACES_STRATEGY_H_
+#define PIPELINE_INTERFACES_STRATEGY_H_
+
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/registry/registry.h"
+
+namespace pipeline {
+
+using LossFunction =
+    std::function<torch::Tensor(const torch::Tensor& logits, const torch::Tensor& labels)>;
+
+struct StepOutput {
+  torch::Tensor loss;    // scalar, detached, on the CPU
+  torch::Tensor logits;  // N x classes, detached, on the CPU
+};
+
+// How a model is run: on one device, replicated over devices in this process,
+// or replicated over processes. The trainer is the same for all of them.
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+
+  // Called once before training: moves the model where it runs and
+  // synchronises replicas.
+  virtual absl::Status Prepare(Model& model) = 0;
+
+  // Forward and backward of one batch. Afterwards each parameter's grad holds
+  // the gradient the optimizer should apply (for several replicas, their
+  // average).
+  virtual absl::StatusOr<StepOutput> ForwardBackward(Model& model, const torch::Tensor& images,
+                                                     const torch::Tensor& labels,
+                                                     const LossFunction& loss) = 0;
+
+  // Inference on one batch (the caller holds no-grad and eval mode); logits
+  // come back on the CPU.
+  virtual absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) = 0;
+
+  // Adds `values` element-wise across every process, in place. Metrics are
+  // summed this way so rank 0 reports the figures for the whole data set.
+  virtual absl::Status SumAcrossProcesses(std::vector<double>& values) { return absl::OkStatus(); }
+
+  virtual int rank() const { return 0; }
+  virtual int world_size() const { return 1; }
+  // Only this process prints progress and writes checkpoints.
+  bool is_primary() const { return rank() == 0; }
+};
+
+struct StrategyContext {
+  uint64_t seed = 0;
+};
+
+template <>
+struct PluginKind<Strategy> {
+  static constexpr const char* kName = "strategy";
+  using Context = StrategyContext;
+};
+
+}  // namespace pipeline
+
+#endif  // PIPELINE_INTERFACES_STRATEGY_H_

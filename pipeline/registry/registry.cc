@@ -1,0 +1,76 @@
+#include "pipeline/registry/registry.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "google/protobuf/any.pb.h"
+#include "google/protobuf/text_format.h"
+
+namespace pipeline {
+
+RegistryIndex& RegistryIndex::Global() {
+  static RegistryIndex* index = new RegistryIndex();
+  return *index;
+}
+
+void RegistryIndex::Add(const std::string& kind, Lister lister) {
+  listers_[kind] = std::move(lister);
+}
+
+std::vector<PluginInfo> RegistryIndex::ListAll() const {
+  std::vector<PluginInfo> all;
+  for (const auto& [kind, lister] : listers_) {
+    for (PluginInfo& info : lister()) all.push_back(std::move(info));
+  }
+  return all;
+}
+
+absl::Status UnpackPluginOptions(const std::string& kind, const PluginConfig& config,
+                                 google::protobuf::Message* options) {
+  if (!config.has_options() || config.options().type_url().empty()) return absl::OkStatus();
+  const std::string expected = options->GetDescriptor()->full_name();
+  std::string got;
+  if (!google::protobuf::Any::ParseAnyTypeUrl(config.options().type_url(), &got) ||
+      got != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options: ", kind, " \"", config.name(), "\" takes options of type ",
+                     expected, " but the config gives ", got.empty() ? "an unknown type" : got,
+                     "; write options { [type.googleapis.com/", expected, "] { ... } }"));
+  }
+  if (!config.options().UnpackTo(options)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options: could not decode the ", expected, " of ", kind, " \"",
+                     config.name(), "\""));
+  }
+  return absl::OkStatus();
+}
+
+std::string DescribeOptions(const google::protobuf::Message& options) {
+  // Every field with its default, including unset ones, so --list_plugins
+  // shows what can be set.
+  std::string text;
+  const auto* descriptor = options.GetDescriptor();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const auto* field = descriptor->field(i);
+    absl::StrAppend(&text, "    ", field->name(), ": ");
+    if (field->is_repeated()) {
+      absl::StrAppend(&text, "[repeated ", field->type_name(), "]");
+    } else if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
+      absl::StrAppend(&text, "{", field->message_type()->full_name(), "}");
+    } else {
+      std::string value;
+      google::protobuf::TextFormat::PrintFieldValueToString(options, field, -1, &value);
+      absl::StrAppend(&text, value);
+    }
+    absl::StrAppend(&text, "\n");
+  }
+  return text;
+}
+
+void DieOnRegistrationError(const absl::Status& status) {
+  if (status.ok()) return;
+  std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+  std::exit(2);
+}
+
+}  // namespace pipeline
