@@ -1,0 +1,31 @@
+// optimizer `adam`: torch::optim::Adam.
+//
+//   optimizer {
+//     name: "adam"
+//     options { [type.googleapis.com/pipeline.AdamOptions] { lr: 0.001 } }
+//   }
+
+#include "pipeline/interfaces/optimizer.h"
+#include "plugins/optimizers/adam/adam.pb.h"
+#include "plugins/optimizers/adam_validation.h"
+#include "torch/optim/adam.h"
+
+namespace pipeline {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateAdam(const AdamOptions& options,
+                                                      const OptimizerContext& context) {
+  return std::make_unique<torch::optim::Adam>(
+      context.parameters, torch::optim::AdamOptions(options.lr())
+                              .betas({options.beta1(), options.beta2()})
+                              .eps(options.eps())
+                              .weight_decay(options.weight_decay())
+                              .amsgrad(options.amsgrad()));
+}
+
+PIPELINE_REGISTER_PLUGIN(torch::optim::Optimizer, "adam", AdamOptions,
+                         "Adam with optional (coupled) L2 weight decay", CreateAdam,
+                         ValidateAdamFamily<AdamOptions>);
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,31 @@
+// optimizer `adamw`: torch::optim::AdamW (decoupled weight decay).
+//
+//   optimizer {
+//     name: "adamw"
+//     options { [type.googleapis.com/pipeline.AdamWOptions] { lr: 0.001 weight_decay: 0.05 } }
+//   }
+
+#include "pipeline/interfaces/optimizer.h"
+#include "plugins/optimizers/adam_validation.h"
+#include "plugins/optimizers/adamw/adamw.pb.h"
+#include "torch/optim/adamw.h"
+
+namespace pipeline {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateAdamW(const AdamWOptions& options,
+                                                       const OptimizerContext& context) {
+  return std::make_unique<torch::optim::AdamW>(
+      context.parameters, torch::optim::AdamWOptions(options.lr())
+                              .betas({options.beta1(), options.beta2()})
+                              .eps(options.eps())
+                              .weight_decay(options.weight_decay())
+                              .amsgrad(options.amsgrad()));
+}
+
+PIPELINE_REGISTER_PLUGIN(torch::optim::Optimizer, "adamw", AdamWOptions,
+                         "Adam with decoupled weight decay", CreateAdamW,
+                         ValidateAdamFamily<AdamWOptions>);
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,46 @@
+// optimizer `sgd`: torch::optim::SGD (momentum, Nesterov, weight decay).
+//
+//   optimizer {
+//     name: "sgd"
+//     options {
+//       [type.googleapis.com/pipeline.SgdOptions] { lr: 0.1 momentum: 0.9 nesterov: true }
+//     }
+//   }
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/interfaces/optimizer.h"
+#include "plugins/optimizers/sgd/sgd.pb.h"
+#include "torch/optim/sgd.h"
+
+namespace pipeline {
+namespace {
+
+absl::Status ValidateSgd(const SgdOptions& options) {
+  if (!(options.lr() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("lr: ", options.lr(), "; must be > 0"));
+  }
+  if (options.momentum() < 0 || options.weight_decay() < 0 || options.dampening() < 0) {
+    return absl::InvalidArgumentError("momentum, dampening and weight_decay must be >= 0");
+  }
+  if (options.nesterov() && (options.momentum() <= 0 || options.dampening() != 0)) {
+    return absl::InvalidArgumentError(
+        "nesterov: needs momentum > 0 and dampening 0 (as torch.optim.SGD)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateSgd(const SgdOptions& options,
+                                                     const OptimizerContext& context) {
+  return std::make_unique<torch::optim::SGD>(context.parameters,
+                                             torch::optim::SGDOptions(options.lr())
+                                                 .momentum(options.momentum())
+                                                 .dampening(options.dampening())
+                                                 .weight_decay(options.weight_decay())
+                                                 .nesterov(options.nesterov()));
+}
+
+PIPELINE_REGISTER_PLUGIN(torch::optim::Optimizer, "sgd", SgdOptions,
+                         "SGD with momentum, Nesterov and weight decay", CreateSgd, ValidateSgd);
+
+}  // namespace
+}  // namespace pipeline
