@@ -1,0 +1,149 @@
+#include "pipeline/config/config_loader.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "pipeline/registry/registry_test.pb.h"
+
+namespace pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ConfigLoaderTest, MalformedTextprotoNamesFileLineAndColumn) {
+  const std::string path = WriteFile("bad.textproto", "trainer {\n  epochs: 3\n  epochz: 4\n}\n");
+  auto config = LoadConfigFile(path);
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(std::string(config.status().message()),
+            path + ":3:9: Message type \"pipeline.TrainerConfig\" has no field named \"epochz\".");
+}
+
+TEST(ConfigLoaderTest, MissingFileIsNamed) {
+  EXPECT_EQ(LoadConfigFile("/no/such.textproto").status().message(),
+            "/no/such.textproto: cannot read the config file");
+}
+
+TEST(ConfigLoaderTest, ImportsMergeWithOverridesAndListReplacement) {
+  WriteFile("imports/base.textproto", R"pb(
+    trainer { epochs: 5 batch_size: 32 }
+    train_data {
+      transforms { name: "a" }
+      transforms { name: "b" }
+      num_workers: 3
+    }
+    output_dir: "base"
+  )pb");
+  const std::string top = WriteFile("imports/top.textproto", R"pb(
+    import: "base.textproto"
+    trainer { epochs: 2 }
+    train_data { transforms { name: "c" } }
+  )pb");
+  auto config = LoadConfigFile(top);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->trainer().epochs(), 2);
+  EXPECT_EQ(config->trainer().batch_size(), 32);
+  ASSERT_EQ(config->train_data().transforms_size(), 1);
+  EXPECT_EQ(config->train_data().transforms(0).name(), "c");
+  EXPECT_EQ(config->train_data().num_workers(), 3);
+  EXPECT_EQ(config->output_dir(), "base");
+  EXPECT_EQ(config->import_size(), 0);
+}
+
+TEST(ConfigLoaderTest, ImportCycleIsAnError) {
+  WriteFile("cycle/a.textproto", "import: \"b.textproto\"\n");
+  const std::string b = WriteFile("cycle/b.textproto", "import: \"a.textproto\"\n");
+  auto config = LoadConfigFile(b);
+  EXPECT_THAT(config.status().message(), HasSubstr("import cycle: "));
+  EXPECT_THAT(config.status().message(), HasSubstr("a.textproto imports "));
+}
+
+TEST(ConfigLoaderTest, OverridesScalarsEnumsListsAndMessages) {
+  PipelineConfig config;
+  ASSERT_TRUE(ApplyOverride("trainer.epochs=7", nullptr, &config).ok());
+  ASSERT_TRUE(ApplyOverride("output_dir=runs/x", nullptr, &config).ok());
+  ASSERT_TRUE(ApplyOverride("train_data.transforms.0.name=resize", nullptr, &config).ok());
+  ASSERT_TRUE(ApplyOverride("train_data.transforms.1.name=\"flip\"", nullptr, &config).ok());
+  ASSERT_TRUE(ApplyOverride("model={name: \"resnet\"}", nullptr, &config).ok());
+  EXPECT_EQ(config.trainer().epochs(), 7);
+  EXPECT_EQ(config.output_dir(), "runs/x");
+  EXPECT_EQ(config.train_data().transforms(1).name(), "flip");
+  EXPECT_EQ(config.model().name(), "resnet");
+}
+
+TEST(ConfigLoaderTest, NonNumericValueIsAClearError) {
+  PipelineConfig config;
+  auto status = ApplyOverride("trainer.epochs=three", nullptr, &config);
+  EXPECT_EQ(status.message(),
+            "--set trainer.epochs=three: \"three\" is not a value of type int32 for trainer.epochs");
+}
+
+TEST(ConfigLoaderTest, UnknownFieldSuggestsTheClosest) {
+  PipelineConfig config;
+  auto status = ApplyOverride("trainer.epoch=3", nullptr, &config);
+  EXPECT_THAT(status.message(),
+              HasSubstr("--set trainer.epoch: pipeline.TrainerConfig has no field \"epoch\""));
+  EXPECT_THAT(status.message(), HasSubstr("Did you mean \"epochs\"?"));
+}
+
+TEST(ConfigLoaderTest, IndexGapAndMissingEqualsAreErrors) {
+  PipelineConfig config;
+  EXPECT_THAT(ApplyOverride("train_data.transforms.2.name=x", nullptr, &config).message(),
+              HasSubstr("has 0 entries; index 2 would leave a gap"));
+  EXPECT_THAT(ApplyOverride("trainer.epochs", nullptr, &config).message(),
+              HasSubstr("expected field.path=value"));
+}
+
+TEST(ConfigLoaderTest, OverridesInsideExistingPluginOptions) {
+  PipelineConfig config;
+  testing::GreeterOptions options;
+  options.set_greeting("hey");
+  config.mutable_model()->set_name("greeter");
+  config.mutable_model()->mutable_options()->PackFrom(options);
+  ASSERT_TRUE(ApplyOverride("model.options.repeat=4", nullptr, &config).ok());
+  testing::GreeterOptions result;
+  ASSERT_TRUE(config.model().options().UnpackTo(&result));
+  EXPECT_EQ(result.greeting(), "hey");
+  EXPECT_EQ(result.repeat(), 4);
+}
+
+TEST(ConfigLoaderTest, OverridesInsideAbsentOptionsUseThePluginsType) {
+  PipelineConfig config;
+  config.mutable_model()->set_name("greeter");
+  testing::GreeterOptions prototype;
+  std::string asked_kind, asked_name;
+  auto lookup = [&](const std::string& kind,
+                    const std::string& name) -> const google::protobuf::Message* {
+    asked_kind = kind;
+    asked_name = name;
+    return &prototype;
+  };
+  ASSERT_TRUE(ApplyOverride("model.options.greeting=yo", lookup, &config).ok());
+  EXPECT_EQ(asked_kind, "model");
+  EXPECT_EQ(asked_name, "greeter");
+  testing::GreeterOptions result;
+  ASSERT_TRUE(config.model().options().UnpackTo(&result));
+  EXPECT_EQ(result.greeting(), "yo");
+}
+
+TEST(ConfigLoaderTest, ResolvesBareNamesInConfigsFolder) {
+  const std::string workspace = ::testing::TempDir() + "/ws";
+  WriteFile("ws/configs/single.textproto", "");
+  auto path = ResolveConfigPath("single", "/nonexistent", workspace);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, workspace + "/configs/single.textproto");
+  auto missing = ResolveConfigPath("nope.textproto", "/nonexistent", workspace);
+  EXPECT_THAT(missing.status().message(), HasSubstr("configs/ holds: single.textproto"));
+}
+
+}  // namespace
+}  // namespace pipeline
