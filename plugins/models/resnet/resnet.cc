@@ -1,0 +1,240 @@
+// model `resnet`: torchvision's ResNet-18/34/50/101 (v1.5, the stride of a
+// Bottleneck on its 3x3 conv). Submodules carry torchvision's attribute names
+// and registration order, so named_parameters() and named_buffers() give
+// exactly the keys and shapes of torchvision's state_dict() and checkpoints
+// can be exchanged with torchvision.models.resnet<depth>; the test checks this
+// against fixtures written by tools/fixtures/torchvision_state_dict_keys.py.
+// Initialisation is torchvision's too.
+//
+//   model {
+//     name: "resnet"
+//     options { [type.googleapis.com/pipeline.ResNetOptions] { depth: 50 } }
+//   }
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/interfaces/model.h"
+#include "plugins/models/resnet/resnet.pb.h"
+#include "torch/nn/init.h"
+#include "torch/nn/modules/batchnorm.h"
+#include "torch/nn/modules/container/sequential.h"
+#include "torch/nn/modules/conv.h"
+#include "torch/nn/modules/linear.h"
+
+namespace pipeline {
+namespace {
+
+struct Architecture {
+  int depth;
+  bool bottleneck;
+  std::array<int64_t, 4> blocks_per_layer;
+};
+
+constexpr Architecture kArchitectures[] = {
+    {18, false, {2, 2, 2, 2}},
+    {34, false, {3, 4, 6, 3}},
+    {50, true, {3, 4, 6, 3}},
+    {101, true, {3, 4, 23, 3}},
+};
+
+const Architecture* FindArchitecture(int depth) {
+  for (const Architecture& architecture : kArchitectures) {
+    if (architecture.depth == depth) return &architecture;
+  }
+  return nullptr;
+}
+
+// Bias-free like every convolution in torchvision's ResNet (a BatchNorm
+// follows each), padded to keep the size at stride 1, and initialised as
+// torchvision does.
+torch::nn::Conv2d Conv(int64_t in_planes, int64_t out_planes, int64_t kernel_size, int64_t stride) {
+  torch::nn::Conv2d conv(torch::nn::Conv2dOptions(in_planes, out_planes, kernel_size)
+                             .stride(stride)
+                             .padding(kernel_size / 2)
+                             .bias(false));
+  torch::nn::init::kaiming_normal_(conv->weight, /*a=*/0, torch::kFanOut, torch::kReLU);
+  return conv;
+}
+
+// LibTorch's BatchNorm2d already starts at weight 1, bias 0 (torchvision's
+// init); zero_init_residual instead starts a block's last BatchNorm at weight
+// 0, so the block begins as the identity.
+torch::nn::BatchNorm2d BatchNorm(int64_t planes, bool zero_weight = false) {
+  torch::nn::BatchNorm2d batch_norm(planes);
+  if (zero_weight) torch::nn::init::zeros_(batch_norm->weight);
+  return batch_norm;
+}
+
+// torchvision's `downsample`: a strided 1x1 projection where the shortcut
+// changes shape. Where it does not, torchvision's attribute is None, so there
+// is no submodule (and no state_dict key) either. Registered last, after the
+// block's own layers, as in torchvision.
+torch::nn::Sequential RegisterDownsample(torch::nn::Module& block, int64_t in_planes,
+                                         int64_t out_planes, int64_t stride) {
+  if (stride == 1 && in_planes == out_planes) return nullptr;
+  return block.register_module(
+      "downsample",
+      torch::nn::Sequential(Conv(in_planes, out_planes, 1, stride), BatchNorm(out_planes)));
+}
+
+// torchvision's parameter-free `relu`, `maxpool` and `avgpool` submodules add
+// nothing to the state_dict, so they are applied as functions here rather
+// than registered.
+
+class BasicBlockImpl : public torch::nn::Module {
+ public:
+  static constexpr int64_t kExpansion = 1;
+
+  BasicBlockImpl(int64_t in_planes, int64_t planes, int64_t stride, bool zero_init_residual) {
+    conv1_ = register_module("conv1", Conv(in_planes, planes, 3, stride));
+    bn1_ = register_module("bn1", BatchNorm(planes));
+    conv2_ = register_module("conv2", Conv(planes, planes, 3, 1));
+    bn2_ = register_module("bn2", BatchNorm(planes, zero_init_residual));
+    downsample_ = RegisterDownsample(*this, in_planes, planes * kExpansion, stride);
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor out = bn1_(conv1_(x)).relu_();
+    out = bn2_(conv2_(out));
+    out += downsample_ ? downsample_->forward(x) : x;
+    return out.relu_();
+  }
+
+ private:
+  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
+  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
+  torch::nn::Sequential downsample_{nullptr};
+};
+TORCH_MODULE(BasicBlock);
+
+class BottleneckImpl : public torch::nn::Module {
+ public:
+  static constexpr int64_t kExpansion = 4;
+
+  BottleneckImpl(int64_t in_planes, int64_t planes, int64_t stride, bool zero_init_residual) {
+    conv1_ = register_module("conv1", Conv(in_planes, planes, 1, 1));
+    bn1_ = register_module("bn1", BatchNorm(planes));
+    conv2_ = register_module("conv2", Conv(planes, planes, 3, stride));
+    bn2_ = register_module("bn2", BatchNorm(planes));
+    conv3_ = register_module("conv3", Conv(planes, planes * kExpansion, 1, 1));
+    bn3_ = register_module("bn3", BatchNorm(planes * kExpansion, zero_init_residual));
+    downsample_ = RegisterDownsample(*this, in_planes, planes * kExpansion, stride);
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor out = bn1_(conv1_(x)).relu_();
+    out = bn2_(conv2_(out)).relu_();
+    out = bn3_(conv3_(out));
+    out += downsample_ ? downsample_->forward(x) : x;
+    return out.relu_();
+  }
+
+ private:
+  torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
+  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
+  torch::nn::Sequential downsample_{nullptr};
+};
+TORCH_MODULE(Bottleneck);
+
+class ResNet : public Model {
+ public:
+  ResNet(const Architecture& architecture, int64_t num_classes, int64_t in_channels,
+         bool zero_init_residual) {
+    conv1_ = register_module("conv1", Conv(in_channels, 64, 7, 2));
+    bn1_ = register_module("bn1", BatchNorm(64));
+    if (architecture.bottleneck) {
+      RegisterLayersAndHead<Bottleneck>(architecture, num_classes, zero_init_residual);
+    } else {
+      RegisterLayersAndHead<BasicBlock>(architecture, num_classes, zero_init_residual);
+    }
+  }
+
+  torch::Tensor forward(const torch::Tensor& images) override {
+    torch::Tensor x = bn1_(conv1_(images)).relu_();
+    x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
+    for (torch::nn::Sequential& layer : layers_) x = layer->forward(x);
+    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    return fc_(x);
+  }
+
+ private:
+  template <typename Block>
+  void RegisterLayersAndHead(const Architecture& architecture, int64_t num_classes,
+                             bool zero_init_residual) {
+    int64_t in_planes = 64;
+    for (int i = 0; i < 4; ++i) {
+      const int64_t planes = int64_t{64} << i;
+      // Only a layer's first block changes the shape: it halves the size
+      // from layer2 on, and RegisterDownsample gives it a matching shortcut.
+      torch::nn::Sequential layer;
+      for (int64_t block = 0; block < architecture.blocks_per_layer[i]; ++block) {
+        const int64_t stride = (i > 0 && block == 0) ? 2 : 1;
+        layer->push_back(Block(in_planes, planes, stride, zero_init_residual));
+        in_planes = planes * Block::Impl::kExpansion;
+      }
+      layers_[i] = register_module(absl::StrCat("layer", i + 1), layer);
+    }
+    // LibTorch's Linear initialises like PyTorch's, which torchvision keeps.
+    fc_ = register_module("fc", torch::nn::Linear(in_planes, num_classes));
+  }
+
+  torch::nn::Conv2d conv1_{nullptr};
+  torch::nn::BatchNorm2d bn1_{nullptr};
+  std::array<torch::nn::Sequential, 4> layers_{nullptr, nullptr, nullptr, nullptr};
+  torch::nn::Linear fc_{nullptr};
+};
+
+absl::Status ValidateResNetOptions(const ResNetOptions& options) {
+  if (FindArchitecture(options.depth()) == nullptr) {
+    std::vector<int> depths;
+    for (const Architecture& architecture : kArchitectures) depths.push_back(architecture.depth);
+    return absl::InvalidArgumentError(
+        absl::StrCat("depth: ", options.depth(), " is not a ResNet depth; choose ",
+                     absl::StrJoin(depths.begin(), depths.end() - 1, ", "), " or ", depths.back()));
+  }
+  if (options.num_classes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_classes: ", options.num_classes(),
+                     " is negative; set a count, or 0 for the training data's classes"));
+  }
+  if (options.in_channels() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("in_channels: ", options.in_channels(),
+                     " is negative; set a count, or 0 for the training samples' channels"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateResNet(const ResNetOptions& options,
+                                                    const ModelContext& context) {
+  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
+  if (num_classes <= 0) {
+    return absl::InvalidArgumentError(
+        "num_classes: 0 takes the training data's class count, but it gives none; set "
+        "num_classes");
+  }
+  const int64_t in_channels =
+      options.in_channels() ? options.in_channels() : context.input_channels;
+  if (in_channels <= 0) {
+    return absl::InvalidArgumentError(
+        "in_channels: 0 takes the training samples' channel count, but they give none; set "
+        "in_channels");
+  }
+  return std::make_unique<ResNet>(*FindArchitecture(options.depth()), num_classes, in_channels,
+                                  options.zero_init_residual());
+}
+
+PIPELINE_REGISTER_PLUGIN(Model, "resnet", ResNetOptions,
+                         "ResNet-18/34/50/101 with torchvision's state_dict keys and init",
+                         CreateResNet, ValidateResNetOptions);
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,179 @@
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/testing/plugin_test_util.h"
+
+namespace pipeline {
+namespace {
+
+// A state_dict entry as the fixtures write it: key and shape ("64x3x7x7",
+// "scalar").
+using Entry = std::pair<std::string, std::string>;
+
+std::string ShapeText(const torch::Tensor& tensor) {
+  return tensor.dim() == 0 ? "scalar" : absl::StrJoin(tensor.sizes(), "x");
+}
+
+// Python's state_dict() lists each module's own parameters, then its own
+// buffers, then its children's entries, depth-first. LibTorch's
+// named_parameters() followed by named_buffers() would put every parameter
+// before every buffer, so walk the modules the way Python does.
+std::vector<Entry> StateDictEntries(const torch::nn::Module& model) {
+  std::vector<Entry> entries;
+  auto add_own_entries = [&entries](const std::string& prefix, const torch::nn::Module& module) {
+    const std::string dotted = prefix.empty() ? "" : prefix + ".";
+    for (const auto& parameter : module.named_parameters(/*recurse=*/false)) {
+      entries.emplace_back(dotted + parameter.key(), ShapeText(parameter.value()));
+    }
+    for (const auto& buffer : module.named_buffers(/*recurse=*/false)) {
+      entries.emplace_back(dotted + buffer.key(), ShapeText(buffer.value()));
+    }
+  };
+  add_own_entries("", model);
+  for (const auto& module : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
+    add_own_entries(module.key(), *module.value());
+  }
+  return entries;
+}
+
+// Written by tools/fixtures/torchvision_state_dict_keys.py; the path is
+// relative to the runfiles root, the test's working directory.
+std::vector<Entry> ReadFixture(const std::string& model_name) {
+  const std::string path =
+      absl::StrCat("plugins/models/resnet/testdata/torchvision_", model_name, "_state_dict.txt");
+  std::ifstream file(path);
+  EXPECT_TRUE(file.good()) << "cannot read " << path;
+  std::vector<Entry> entries;
+  std::string key, shape;
+  while (file >> key >> shape) entries.emplace_back(key, shape);
+  return entries;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
+                                                  const ModelContext& context = {}) {
+  return testing::CreatePlugin<Model>(
+      absl::StrCat("name: \"resnet\" options { [type.googleapis.com/pipeline.ResNetOptions] { ",
+                   options, " } }"),
+      context);
+}
+
+std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
+  const torch::Tensor* parameter = model.named_parameters().find(key);
+  if (parameter == nullptr) {
+    ADD_FAILURE() << "no parameter " << key;
+    return {};
+  }
+  return parameter->sizes().vec();
+}
+
+class ResNetDepthTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(ResNetDepthTest, StateDictMatchesTorchvision) {
+  auto model = MakeResNet(absl::StrCat("depth: ", GetParam(), " num_classes: 1000 in_channels: 3"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<Entry> expected = ReadFixture(absl::StrCat("resnet", GetParam()));
+  ASSERT_FALSE(expected.empty());
+  const std::vector<Entry> actual = StateDictEntries(**model);
+  // Entry by entry: a failure then names the first key that differs.
+  for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
+    ASSERT_EQ(actual[i], expected[i]) << "state_dict entry " << i;
+  }
+  EXPECT_EQ(actual.size(), expected.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDepths, ResNetDepthTest, ::testing::Values(18, 34, 50, 101),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return absl::StrCat("ResNet", info.param);
+                         });
+
+TEST(ResNetTest, TakesClassesAndChannelsFromTheContext) {
+  auto model = MakeResNet("", ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "fc.weight"), (std::vector<int64_t>{2, 512}));
+  EXPECT_EQ(ParameterShape(**model, "conv1.weight"), (std::vector<int64_t>{64, 3, 7, 7}));
+}
+
+TEST(ResNetTest, OptionsOverrideTheContext) {
+  auto model = MakeResNet("num_classes: 5 in_channels: 1",
+                          ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "fc.weight"), (std::vector<int64_t>{5, 512}));
+  EXPECT_EQ(ParameterShape(**model, "conv1.weight"), (std::vector<int64_t>{64, 1, 7, 7}));
+}
+
+TEST(ResNetTest, ForwardGivesOneLogitPerClass) {
+  auto model = MakeResNet("depth: 18", ModelContext{/*num_classes=*/10, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 64, 64}));
+  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+}
+
+TEST(ResNetTest, ConvolutionsUseKaimingNormalFanOut) {
+  auto model = MakeResNet("depth: 18", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // 256 -> 512 channels, 3x3: fan_out gives std sqrt(2 / (512 * 9)) = 0.0208,
+  // fan_in would give 0.0295.
+  const double stddev = (*model)->named_parameters()["layer4.0.conv1.weight"].std().item<double>();
+  EXPECT_NEAR(stddev, std::sqrt(2.0 / (512 * 9)), 0.001);
+}
+
+TEST(ResNetTest, ZeroInitResidualZeroesTheLastBatchNormOfEachBlock) {
+  auto basic = MakeResNet("depth: 18 zero_init_residual: true", ModelContext{10, 3});
+  ASSERT_TRUE(basic.ok()) << basic.status();
+  auto basic_parameters = (*basic)->named_parameters();
+  EXPECT_TRUE(basic_parameters["layer1.0.bn2.weight"].eq(0).all().item<bool>());
+  EXPECT_TRUE(basic_parameters["layer1.0.bn1.weight"].eq(1).all().item<bool>());
+
+  auto bottleneck = MakeResNet("depth: 50 zero_init_residual: true", ModelContext{10, 3});
+  ASSERT_TRUE(bottleneck.ok()) << bottleneck.status();
+  auto bottleneck_parameters = (*bottleneck)->named_parameters();
+  EXPECT_TRUE(bottleneck_parameters["layer4.2.bn3.weight"].eq(0).all().item<bool>());
+  EXPECT_TRUE(bottleneck_parameters["layer4.2.bn2.weight"].eq(1).all().item<bool>());
+
+  auto plain = MakeResNet("depth: 18", ModelContext{10, 3});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_TRUE((*plain)->named_parameters()["layer1.0.bn2.weight"].eq(1).all().item<bool>());
+}
+
+TEST(ResNetTest, RejectsADepthWithoutAnArchitecture) {
+  auto model = MakeResNet("depth: 20", ModelContext{10, 3});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "options: depth: 20 is not a ResNet depth; choose 18, 34, 50 or 101");
+}
+
+TEST(ResNetTest, RejectsNegativeCounts) {
+  EXPECT_EQ(MakeResNet("num_classes: -1", ModelContext{10, 3}).status().message(),
+            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
+            "classes");
+  EXPECT_EQ(MakeResNet("in_channels: -3", ModelContext{10, 3}).status().message(),
+            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
+            "channels");
+}
+
+TEST(ResNetTest, NeedsClassesAndChannelsFromOptionsOrContext) {
+  auto no_classes = MakeResNet("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
+  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_classes.status().message(),
+            "model \"resnet\": num_classes: 0 takes the training data's class count, but it "
+            "gives none; set num_classes");
+
+  auto no_channels = MakeResNet("num_classes: 10", ModelContext{});
+  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_channels.status().message(),
+            "model \"resnet\": in_channels: 0 takes the training samples' channel count, but "
+            "they give none; set in_channels");
+}
+
+}  // namespace
+}  // namespace pipeline
