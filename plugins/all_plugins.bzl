@@ -12,4 +12,5 @@ ALL_PLUGINS = [
     "//plugins/schedules/constant",
     "//plugins/schedules/cosine",
     "//plugins/schedules/step",
+    "//plugins/strategies/single",
 ]

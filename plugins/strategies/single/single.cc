@@ -1,0 +1,81 @@
+// strategy `single`: one model on one device; the reference every parallel
+// strategy is checked against.
+//
+//   strategy {
+//     name: "single"
+//     options { [type.googleapis.com/pipeline.SingleDeviceOptions] { device: "cpu" } }
+//   }
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/interfaces/strategy.h"
+#include "pipeline/util/torch_status.h"
+#include "plugins/strategies/single/single.pb.h"
+#include "torch/cuda.h"
+
+namespace pipeline {
+namespace {
+
+class SingleDeviceStrategy : public Strategy {
+ public:
+  explicit SingleDeviceStrategy(torch::Device device) : device_(device) {}
+
+  absl::Status Prepare(Model& model) override {
+    return CallTorch("moving the model to " + device_.str(), [&] { model.to(device_); });
+  }
+
+  absl::StatusOr<StepOutput> ForwardBackward(Model& model, const torch::Tensor& images,
+                                             const torch::Tensor& labels,
+                                             const LossFunction& loss_function) override {
+    return CallTorch("training step", [&] {
+      torch::Tensor logits = model.forward(images.to(device_, /*non_blocking=*/true));
+      torch::Tensor loss = loss_function(logits, labels.to(device_, /*non_blocking=*/true));
+      loss.backward();
+      return StepOutput{loss.detach().cpu(), logits.detach().cpu()};
+    });
+  }
+
+  absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
+    return CallTorch("inference", [&] { return model.forward(images.to(device_)).cpu(); });
+  }
+
+ private:
+  torch::Device device_;
+};
+
+absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
+  try {
+    torch::Device device(name);
+    if (device.is_cuda() && !torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device: \"", name, "\" needs CUDA, which this build or machine does not have; use "
+          "device: \"cpu\", or build with --config=cuda (README, \"CUDA build\")"));
+    }
+    if (device.is_cuda() && device.has_index() &&
+        device.index() >= static_cast<int>(torch::cuda::device_count())) {
+      return absl::FailedPreconditionError(absl::StrCat("device: \"", name, "\" but only ",
+                                                        torch::cuda::device_count(),
+                                                        " CUDA devices are visible"));
+    }
+    return device;
+  } catch (const std::exception&) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device: \"", name, "\" is not a device; use \"cpu\" or \"cuda:0\""));
+  }
+}
+
+PIPELINE_REGISTER_PLUGIN(Strategy, "single", SingleDeviceOptions,
+                         "The model on one device (cpu, or cuda:N in a CUDA build)",
+                         [](const SingleDeviceOptions& options, const StrategyContext&)
+                             -> absl::StatusOr<std::unique_ptr<Strategy>> {
+                           auto device = ParseDevice(options.device());
+                           if (!device.ok()) return device.status();
+                           return std::make_unique<SingleDeviceStrategy>(*device);
+                         },
+                         [](const SingleDeviceOptions& options) {
+                           return ParseDevice(options.device()).status();
+                         });
+
+}  // namespace
+}  // namespace pipeline
