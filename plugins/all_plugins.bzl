@@ -2,6 +2,7 @@
 
 ALL_PLUGINS = [
     "//plugins/datasets/fashion_mnist",
+    "//plugins/datasets/image_folder",
     "//plugins/datasets/synthetic",
     "//plugins/models/resnet",
     "//plugins/optimizers/adam",
@@ -13,4 +14,11 @@ ALL_PLUGINS = [
     "//plugins/schedules/cosine",
     "//plugins/schedules/step",
     "//plugins/strategies/single",
+    "//plugins/transforms/center_crop",
+    "//plugins/transforms/grayscale_to_rgb",
+    "//plugins/transforms/normalize",
+    "//plugins/transforms/random_horizontal_flip",
+    "//plugins/transforms/random_resized_crop",
+    "//plugins/transforms/resize",
+    "//plugins/transforms/to_float",
 ]

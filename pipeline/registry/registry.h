@@ -100,6 +100,12 @@ class Registry {
     return names;
   }
 
+  // The options message of plugin `name` with its defaults, or null.
+  const google::protobuf::Message* DefaultOptions(const std::string& name) const {
+    auto it = entries_.find(name);
+    return it == entries_.end() ? nullptr : it->second.default_options.get();
+  }
+
   // Unpacks and validates the options of `config` without creating anything.
   absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ResolveOptions(
       const PluginConfig& config) const {

@@ -1,0 +1,205 @@
+#include "pipeline/trainer/resolve.h"
+
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/any.pb.h"
+#include "google/protobuf/descriptor.h"
+#include "pipeline/interfaces/dataset.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/optimizer.h"
+#include "pipeline/interfaces/sampler.h"
+#include "pipeline/interfaces/schedule.h"
+#include "pipeline/interfaces/strategy.h"
+#include "pipeline/interfaces/transform.h"
+
+namespace pipeline {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+// Checks one plugin slot and rewrites its options with every default filled.
+template <typename Interface>
+void ResolvePlugin(const std::string& path, PluginConfig* plugin,
+                   std::vector<std::string>& errors) {
+  auto options = Registry<Interface>::Global().ResolveOptions(*plugin);
+  if (!options.ok()) {
+    errors.push_back(absl::StrCat(path, ".", options.status().message()));
+    return;
+  }
+  FillDefaults(options->get());
+  plugin->mutable_options()->PackFrom(**options);
+}
+
+void ResolveData(const std::string& path, bool training, const TrainerConfig& trainer,
+                 DataConfig* data, std::vector<std::string>& errors) {
+  if (!data->has_dataset()) {
+    errors.push_back(absl::StrCat(path, ".dataset: no dataset given; choose one of: ",
+                                  absl::StrJoin(Registry<Dataset>::Global().Names(), ", ")));
+  } else {
+    ResolvePlugin<Dataset>(path + ".dataset", data->mutable_dataset(), errors);
+  }
+  for (int i = 0; i < data->transforms_size(); ++i) {
+    ResolvePlugin<Transform>(absl::StrCat(path, ".transforms[", i, "]"),
+                             data->mutable_transforms(i), errors);
+  }
+  // Where no sampler is given: shuffle what is trained on, keep the order of
+  // what is measured.
+  if (!data->has_sampler()) data->mutable_sampler()->set_name(training ? "random" : "sequential");
+  ResolvePlugin<Sampler>(path + ".sampler", data->mutable_sampler(), errors);
+  if (data->batch_size() == 0) data->set_batch_size(trainer.batch_size());
+  if (data->batch_size() < 0) {
+    errors.push_back(absl::StrCat(path, ".batch_size: ", data->batch_size(),
+                                  "; must be at least 1 (0 = trainer.batch_size)"));
+  }
+  if (!data->has_drop_last()) data->set_drop_last(training);
+  if (data->num_workers() < 0) {
+    errors.push_back(absl::StrCat(path, ".num_workers: ", data->num_workers(),
+                                  "; must be >= 0 (0 = automatic)"));
+  }
+  if (data->prefetch_batches() < 1) {
+    errors.push_back(
+        absl::StrCat(path, ".prefetch_batches: ", data->prefetch_batches(), "; must be >= 1"));
+  }
+}
+
+void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors) {
+  auto at_least = [&](const char* field, int64_t value, int64_t minimum) {
+    if (value < minimum) {
+      errors.push_back(absl::StrCat("trainer.", field, ": ", value, "; must be at least ", minimum));
+    }
+  };
+  at_least("epochs", trainer.epochs(), 1);
+  at_least("batch_size", trainer.batch_size(), 1);
+  at_least("threads", trainer.threads(), 0);
+  at_least("max_steps", trainer.max_steps(), 0);
+  at_least("log_interval", trainer.log_interval(), 1);
+  at_least("validate_every_epochs", trainer.validate_every_epochs(), 1);
+  at_least("max_validation_batches", trainer.max_validation_batches(), 0);
+  if (trainer.label_smoothing() < 0 || trainer.label_smoothing() >= 1) {
+    errors.push_back(absl::StrCat("trainer.label_smoothing: ", trainer.label_smoothing(),
+                                  "; must be in [0, 1)"));
+  }
+}
+
+}  // namespace
+
+void FillDefaults(Message* message) {
+  const auto* descriptor = message->GetDescriptor();
+  const auto* reflection = message->GetReflection();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* field = descriptor->field(i);
+    if (field->is_repeated() || field->containing_oneof() != nullptr) continue;
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (reflection->HasField(*message, field) &&
+          field->message_type()->full_name() != "google.protobuf.Any") {
+        FillDefaults(reflection->MutableMessage(message, field));
+      }
+      continue;
+    }
+    // proto3 fields without presence print anyway; and a field whose absence
+    // means something (documented "Default: ..." without a value) is filled
+    // by ResolveConfig itself before this runs.
+    if (!field->has_presence() || reflection->HasField(*message, field)) continue;
+    switch (field->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_INT32:
+        reflection->SetInt32(message, field, field->default_value_int32());
+        break;
+      case FieldDescriptor::CPPTYPE_INT64:
+        reflection->SetInt64(message, field, field->default_value_int64());
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        reflection->SetUInt32(message, field, field->default_value_uint32());
+        break;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        reflection->SetUInt64(message, field, field->default_value_uint64());
+        break;
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        reflection->SetDouble(message, field, field->default_value_double());
+        break;
+      case FieldDescriptor::CPPTYPE_FLOAT:
+        reflection->SetFloat(message, field, field->default_value_float());
+        break;
+      case FieldDescriptor::CPPTYPE_BOOL:
+        reflection->SetBool(message, field, field->default_value_bool());
+        break;
+      case FieldDescriptor::CPPTYPE_ENUM:
+        reflection->SetEnum(message, field, field->default_value_enum());
+        break;
+      case FieldDescriptor::CPPTYPE_STRING:
+        reflection->SetString(message, field, field->default_value_string());
+        break;
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        break;
+    }
+  }
+}
+
+absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
+  PipelineConfig resolved = config;
+  std::vector<std::string> errors;
+  TrainerConfig* trainer = resolved.mutable_trainer();
+  FillDefaults(trainer);
+  CheckTrainer(*trainer, errors);
+  if (trainer->threads() == 0) {
+    trainer->set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  }
+
+  if (!resolved.has_model()) {
+    errors.push_back(absl::StrCat("model: no model given; choose one of: ",
+                                  absl::StrJoin(Registry<Model>::Global().Names(), ", ")));
+  } else {
+    ResolvePlugin<Model>("model", resolved.mutable_model(), errors);
+  }
+  if (!resolved.has_train_data()) {
+    errors.push_back("train_data: missing; a run needs training data (train_data { dataset { ... } })");
+  } else {
+    ResolveData("train_data", true, *trainer, resolved.mutable_train_data(), errors);
+  }
+  if (resolved.has_validation_data()) {
+    ResolveData("validation_data", false, *trainer, resolved.mutable_validation_data(), errors);
+  }
+  // Unnamed slots take the plain choice: one device, SGD, a constant rate.
+  if (!resolved.strategy().has_name()) resolved.mutable_strategy()->set_name("single");
+  ResolvePlugin<Strategy>("strategy", resolved.mutable_strategy(), errors);
+  if (!resolved.optimizer().has_name()) resolved.mutable_optimizer()->set_name("sgd");
+  ResolvePlugin<Optimizer>("optimizer", resolved.mutable_optimizer(), errors);
+  LearningRateConfig* learning_rate = resolved.mutable_learning_rate();
+  if (!learning_rate->schedule().has_name()) learning_rate->mutable_schedule()->set_name("constant");
+  ResolvePlugin<LearningRateSchedule>("learning_rate.schedule", learning_rate->mutable_schedule(),
+                                      errors);
+  FillDefaults(learning_rate);
+  if (learning_rate->warmup_steps() < 0 || learning_rate->warmup_epochs() < 0) {
+    errors.push_back("learning_rate.warmup_steps, warmup_epochs: must be >= 0");
+  }
+  if (learning_rate->warmup_start_factor() <= 0 || learning_rate->warmup_start_factor() > 1) {
+    errors.push_back(absl::StrCat("learning_rate.warmup_start_factor: ",
+                                  learning_rate->warmup_start_factor(), "; must be in (0, 1]"));
+  }
+  FillDefaults(resolved.mutable_checkpoint());
+  if (resolved.checkpoint().every_epochs() < 0 || resolved.checkpoint().keep_last() < 0) {
+    errors.push_back("checkpoint.every_epochs, keep_last: must be >= 0");
+  }
+  FillDefaults(&resolved);
+  if (!errors.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
+  }
+  return resolved;
+}
+
+const google::protobuf::Message* DefaultOptionsOf(const std::string& kind,
+                                                  const std::string& name) {
+  if (kind == "model") return Registry<Model>::Global().DefaultOptions(name);
+  if (kind == "dataset") return Registry<Dataset>::Global().DefaultOptions(name);
+  if (kind == "transform") return Registry<Transform>::Global().DefaultOptions(name);
+  if (kind == "sampler") return Registry<Sampler>::Global().DefaultOptions(name);
+  if (kind == "strategy") return Registry<Strategy>::Global().DefaultOptions(name);
+  if (kind == "optimizer") return Registry<Optimizer>::Global().DefaultOptions(name);
+  if (kind == "schedule") return Registry<LearningRateSchedule>::Global().DefaultOptions(name);
+  return nullptr;
+}
+
+}  // namespace pipeline

@@ -1,0 +1,402 @@
+#include "pipeline/trainer/trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "ATen/Parallel.h"
+#include "ATen/ops/cross_entropy_loss.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/text_format.h"
+#include "pipeline/data/loader.h"
+#include "pipeline/interfaces/dataset.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/optimizer.h"
+#include "pipeline/interfaces/sampler.h"
+#include "pipeline/interfaces/schedule.h"
+#include "pipeline/interfaces/strategy.h"
+#include "pipeline/interfaces/transform.h"
+#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/util/status_macros.h"
+#include "pipeline/util/torch_status.h"
+#include "torch/csrc/autograd/grad_mode.h"
+#include "torch/utils.h"
+
+namespace pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string Duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+// One split's data: dataset, transforms, sampler and loader.
+struct DataPipeline {
+  std::unique_ptr<Dataset> dataset;
+  std::vector<std::unique_ptr<Transform>> transforms;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<Loader> loader;
+};
+
+absl::StatusOr<DataPipeline> BuildData(const std::string& path, const std::string& split,
+                                       const DataConfig& config, const PipelineConfig& pipeline,
+                                       const Strategy& strategy, int compute_threads,
+                                       std::vector<int64_t> label_map = {}) {
+  DataPipeline data;
+  const uint64_t seed = pipeline.trainer().seed();
+  auto prefixed = [&](const std::string& field, const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat(path, ".", field, ": ", status.message()));
+  };
+  auto dataset = Registry<Dataset>::Global().Create(config.dataset(), {split, seed});
+  if (!dataset.ok()) return prefixed("dataset", dataset.status());
+  data.dataset = std::move(*dataset);
+  if (data.dataset->size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ".dataset: holds no samples"));
+  }
+  std::vector<const Transform*> transforms;
+  for (int i = 0; i < config.transforms_size(); ++i) {
+    auto transform = Registry<Transform>::Global().Create(config.transforms(i), {});
+    if (!transform.ok()) return prefixed(absl::StrCat("transforms[", i, "]"), transform.status());
+    transforms.push_back(transform->get());
+    data.transforms.push_back(std::move(*transform));
+  }
+  auto sampler = Registry<Sampler>::Global().Create(
+      config.sampler(), {seed, strategy.rank(), strategy.world_size()});
+  if (!sampler.ok()) return prefixed("sampler", sampler.status());
+  data.sampler = std::move(*sampler);
+  LoaderOptions loader_options;
+  loader_options.batch_size = config.batch_size();
+  // Loader threads take the cores compute leaves; at least one.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  loader_options.num_workers =
+      config.num_workers() > 0 ? config.num_workers() : std::max(1, cores - compute_threads);
+  loader_options.prefetch_batches = config.prefetch_batches();
+  loader_options.drop_last = config.drop_last();
+  loader_options.seed = seed;
+  loader_options.label_map = std::move(label_map);
+  data.loader = std::make_unique<Loader>(data.dataset.get(), transforms, loader_options);
+  return data;
+}
+
+// Validation labels follow the training classes by name, so a validation
+// folder may hold a subset of the classes.
+absl::StatusOr<std::vector<int64_t>> MapClasses(const std::vector<std::string>& train,
+                                                const std::vector<std::string>& validation) {
+  std::map<std::string, int64_t> train_index;
+  for (size_t i = 0; i < train.size(); ++i) train_index[train[i]] = static_cast<int64_t>(i);
+  std::vector<int64_t> map;
+  for (const std::string& name : validation) {
+    auto it = train_index.find(name);
+    if (it == train_index.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "validation_data.dataset: class \"", name,
+          "\" is in the validation data but not in the training data (training classes: ",
+          absl::StrJoin(train, ", "), "); add it to the training data or remove it"));
+    }
+    map.push_back(it->second);
+  }
+  return map;
+}
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  int64_t samples = 0;
+};
+
+absl::StatusOr<EvalResult> Evaluate(Model& model, Strategy& strategy, DataPipeline& data,
+                                    int64_t epoch, int64_t max_batches) {
+  model.eval();
+  c10::InferenceMode inference;
+  data.loader->StartEpoch(epoch, data.sampler->EpochIndices(data.dataset->size(), epoch));
+  double loss_sum = 0, correct = 0, count = 0;
+  for (int64_t batch_index = 0; max_batches == 0 || batch_index < max_batches; ++batch_index) {
+    ASSIGN_OR_RETURN(std::optional<Batch> batch, data.loader->Next());
+    if (!batch) break;
+    ASSIGN_OR_RETURN(torch::Tensor logits, strategy.Forward(model, batch->images));
+    loss_sum += at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::Sum)
+                    .item<double>();
+    correct += logits.argmax(1).eq(batch->labels).sum().item<double>();
+    count += static_cast<double>(batch->labels.size(0));
+  }
+  std::vector<double> sums = {loss_sum, correct, count};
+  RETURN_IF_ERROR(strategy.SumAcrossProcesses(sums));
+  model.train();
+  EvalResult result;
+  result.samples = static_cast<int64_t>(sums[2]);
+  if (sums[2] > 0) {
+    result.loss = sums[0] / sums[2];
+    result.accuracy = sums[1] / sums[2];
+  }
+  return result;
+}
+
+double WarmupFactor(const LearningRateConfig& config, int64_t step, int64_t steps_per_epoch) {
+  const int64_t warmup = config.warmup_epochs() > 0
+                             ? static_cast<int64_t>(std::llround(config.warmup_epochs() *
+                                                                 steps_per_epoch))
+                             : config.warmup_steps();
+  if (step >= warmup) return 1.0;
+  const double start = config.warmup_start_factor();
+  return start + (1.0 - start) * static_cast<double>(step) / static_cast<double>(warmup);
+}
+
+int64_t CountParameters(Model& model) {
+  int64_t count = 0;
+  for (const auto& p : model.parameters()) count += p.numel();
+  return count;
+}
+
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(std::ostream* out)
+      : out_(out), terminal_(out == &std::cerr && ::isatty(STDERR_FILENO)) {}
+
+  void Line(const std::string& text, bool transient) {
+    if (out_ == nullptr) return;
+    if (terminal_ && transient) {
+      *out_ << "\r\033[K" << text << std::flush;
+      pending_ = true;
+      return;
+    }
+    if (pending_) *out_ << "\r\033[K";
+    pending_ = false;
+    *out_ << text << "\n" << std::flush;
+  }
+
+ private:
+  std::ostream* out_;
+  bool terminal_;
+  bool pending_ = false;
+};
+
+}  // namespace
+
+absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOptions& options) {
+  const Clock::time_point run_start = Clock::now();
+  const TrainerConfig& trainer = config.trainer();
+  at::set_num_threads(trainer.threads());
+  torch::manual_seed(trainer.seed());
+
+  ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
+                   Registry<Strategy>::Global().Create(config.strategy(), {trainer.seed()}));
+  const bool primary = strategy->is_primary();
+  std::ostream* log = primary ? options.log : nullptr;
+  std::ostream* events = primary ? options.events : nullptr;
+  ProgressPrinter progress(log);
+
+  ASSIGN_OR_RETURN(DataPipeline train,
+                   BuildData("train_data", "train", config.train_data(), config, *strategy,
+                             trainer.threads()));
+  const std::vector<std::string>& classes = train.dataset->class_names();
+  std::optional<DataPipeline> validation;
+  if (config.has_validation_data()) {
+    // The classes are only known once the dataset is built; build it, map
+    // its classes, then build its loader with the mapping.
+    ASSIGN_OR_RETURN(DataPipeline probe,
+                     BuildData("validation_data", "validation", config.validation_data(), config,
+                               *strategy, trainer.threads()));
+    ASSIGN_OR_RETURN(std::vector<int64_t> label_map,
+                     MapClasses(classes, probe.dataset->class_names()));
+    ASSIGN_OR_RETURN(validation, BuildData("validation_data", "validation",
+                                           config.validation_data(), config, *strategy,
+                                           trainer.threads(), std::move(label_map)));
+  }
+
+  // A transformed training sample tells the model its input channels.
+  auto first = train.loader->LoadSample(0, 0);
+  if (!first.ok()) {
+    return absl::Status(first.status().code(),
+                        absl::StrCat("train_data: sample 0: ", first.status().message()));
+  }
+  ModelContext model_context{static_cast<int64_t>(classes.size()), first->image.channels};
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                   Registry<Model>::Global().Create(config.model(), model_context));
+  RETURN_IF_ERROR(strategy->Prepare(*model));
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                   Registry<Optimizer>::Global().Create(config.optimizer(),
+                                                        {model->parameters()}));
+  ASSIGN_OR_RETURN(std::unique_ptr<LearningRateSchedule> schedule,
+                   Registry<LearningRateSchedule>::Global().Create(
+                       config.learning_rate().schedule(), {}));
+  std::vector<double> base_lr;
+  for (auto& group : optimizer->param_groups()) base_lr.push_back(group.options().get_lr());
+
+  const int64_t steps_per_epoch = train.loader->BatchesPerEpoch(train.dataset->size());
+  if (steps_per_epoch == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train_data: ", train.dataset->size(), " samples make no full batch of ",
+        config.train_data().batch_size(), "; lower the batch size or set drop_last: false"));
+  }
+  int64_t total_steps = steps_per_epoch * trainer.epochs();
+  if (trainer.max_steps() > 0) total_steps = std::min(total_steps, trainer.max_steps());
+  const int64_t epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
+
+  if (log) {
+    *log << absl::StrFormat(
+        "train: %d samples, %d classes, sample %s; validation: %s; model %s, %d parameters; "
+        "%d steps (%d epochs x %d), %d compute threads\n",
+        train.dataset->size(), classes.size(), first->image.ShapeString(),
+        validation ? absl::StrCat(validation->dataset->size(), " samples") : "none",
+        config.model().name(), CountParameters(*model), total_steps, epochs, steps_per_epoch,
+        trainer.threads());
+  }
+  if (options.dry_run) {
+    if (log) *log << "dry run: the config is valid and every plugin was built; nothing trained\n";
+    return TrainSummary{};
+  }
+
+  std::string resolved_text;
+  google::protobuf::TextFormat::PrintToString(config, &resolved_text);
+  const std::filesystem::path output_dir(config.output_dir());
+  std::ofstream metrics;
+  if (primary) {
+    std::error_code error;
+    std::filesystem::create_directories(output_dir, error);
+    if (error) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "output_dir: cannot create ", output_dir.string(), ": ", error.message()));
+    }
+    RETURN_IF_ERROR(WriteFileAtomically((output_dir / "config.textproto").string(), resolved_text));
+    metrics.open(output_dir / "metrics.jsonl", std::ios::app);
+  }
+
+  const float label_smoothing = trainer.label_smoothing();
+  LossFunction loss_function = [label_smoothing](const torch::Tensor& logits,
+                                                 const torch::Tensor& labels) {
+    return at::cross_entropy_loss(logits, labels, {}, at::Reduction::Mean, -100, label_smoothing);
+  };
+
+  TrainSummary summary;
+  std::vector<std::string> checkpoints;
+  int64_t step = 0;
+  double train_seconds = 0;
+  int64_t train_images = 0;
+  model->train();
+  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+    const Clock::time_point epoch_start = Clock::now();
+    train.loader->StartEpoch(epoch, train.sampler->EpochIndices(train.dataset->size(), epoch));
+    double loss_sum = 0, correct = 0;
+    int64_t seen = 0, epoch_steps = 0;
+    double window_loss = 0, window_correct = 0;
+    int64_t window_seen = 0;
+    while (step < total_steps) {
+      ASSIGN_OR_RETURN(std::optional<Batch> batch, train.loader->Next());
+      if (!batch) break;
+      const double factor = schedule->Factor(step, total_steps, steps_per_epoch) *
+                            WarmupFactor(config.learning_rate(), step, steps_per_epoch);
+      for (size_t g = 0; g < base_lr.size(); ++g) {
+        optimizer->param_groups()[g].options().set_lr(base_lr[g] * factor);
+      }
+      optimizer->zero_grad();
+      ASSIGN_OR_RETURN(StepOutput output, strategy->ForwardBackward(*model, batch->images,
+                                                                     batch->labels, loss_function));
+      RETURN_IF_ERROR(CallTorch("optimizer step", [&] { optimizer->step(); }));
+      ++step;
+      ++epoch_steps;
+      const int64_t n = batch->labels.size(0);
+      const double batch_loss = output.loss.item<double>();
+      const double batch_correct = output.logits.argmax(1).eq(batch->labels).sum().item<double>();
+      loss_sum += batch_loss * n;
+      correct += batch_correct;
+      seen += n;
+      window_loss += batch_loss * n;
+      window_correct += batch_correct;
+      window_seen += n;
+      if (step % trainer.log_interval() == 0 || step == total_steps) {
+        const double elapsed = SecondsSince(epoch_start);
+        const double rate = seen * strategy->world_size() / std::max(elapsed, 1e-9);
+        const double eta = (total_steps - step) * elapsed / std::max<int64_t>(epoch_steps, 1);
+        progress.Line(absl::StrFormat("epoch %d/%d step %d/%d loss %.4f acc %.2f%% %.1f img/s "
+                                      "lr %.3g eta %s",
+                                      epoch + 1, epochs, epoch_steps, steps_per_epoch,
+                                      window_loss / window_seen,
+                                      100.0 * window_correct / window_seen, rate,
+                                      base_lr[0] * factor, Duration(eta)),
+                      /*transient=*/true);
+        window_loss = window_correct = 0;
+        window_seen = 0;
+      }
+    }
+    const double epoch_seconds = SecondsSince(epoch_start);
+    train_seconds += epoch_seconds;
+    train_images += seen * strategy->world_size();
+
+    std::vector<double> train_sums = {loss_sum, correct, static_cast<double>(seen)};
+    RETURN_IF_ERROR(strategy->SumAcrossProcesses(train_sums));
+    summary.train_loss = train_sums[0] / std::max(train_sums[2], 1.0);
+    summary.train_accuracy = train_sums[1] / std::max(train_sums[2], 1.0);
+    const bool last = epoch + 1 == epochs;
+    std::string validation_text;
+    if (validation && ((epoch + 1) % trainer.validate_every_epochs() == 0 || last)) {
+      ASSIGN_OR_RETURN(EvalResult eval, Evaluate(*model, *strategy, *validation, epoch,
+                                                 trainer.max_validation_batches()));
+      summary.val_loss = eval.loss;
+      summary.val_accuracy = eval.accuracy;
+      validation_text = absl::StrFormat(" val_loss %.4f val_acc %.2f%% (%d samples)", eval.loss,
+                                        100.0 * eval.accuracy, eval.samples);
+    }
+    progress.Line(absl::StrFormat("epoch %d/%d done in %s: loss %.4f acc %.2f%%%s, %.1f img/s",
+                                  epoch + 1, epochs, Duration(epoch_seconds), summary.train_loss,
+                                  100.0 * summary.train_accuracy, validation_text,
+                                  seen * strategy->world_size() / std::max(epoch_seconds, 1e-9)),
+                  /*transient=*/false);
+    const std::string epoch_event = absl::StrFormat(
+        "{\"event\":\"epoch\",\"epoch\":%d,\"step\":%d,\"train_loss\":%.6f,\"train_acc\":%.6f,"
+        "\"val_loss\":%.6f,\"val_acc\":%.6f,\"lr\":%.6g,\"seconds\":%.3f}",
+        epoch + 1, step, summary.train_loss, summary.train_accuracy, summary.val_loss,
+        summary.val_accuracy,
+        base_lr[0] * schedule->Factor(std::max<int64_t>(step - 1, 0), total_steps, steps_per_epoch),
+        epoch_seconds);
+    if (events) *events << epoch_event << "\n" << std::flush;
+    if (metrics.is_open()) metrics << epoch_event << "\n" << std::flush;
+
+    const int every = config.checkpoint().every_epochs();
+    if (primary && every > 0 && ((epoch + 1) % every == 0 || last)) {
+      const std::string path =
+          (output_dir / absl::StrCat("checkpoint_epoch_", epoch + 1, ".pt")).string();
+      RETURN_IF_ERROR(WriteCheckpoint(path, *model, *optimizer,
+                                      {epoch + 1, step, classes, resolved_text}));
+      checkpoints.push_back(path);
+      const int keep = config.checkpoint().keep_last();
+      while (keep > 0 && static_cast<int>(checkpoints.size()) > keep) {
+        std::error_code error;
+        std::filesystem::remove(checkpoints.front(), error);
+        checkpoints.erase(checkpoints.begin());
+      }
+      if (log) *log << "checkpoint: " << path << "\n";
+    }
+    summary.epochs = epoch + 1;
+  }
+  summary.steps = step;
+  summary.images_per_sec = train_images / std::max(train_seconds, 1e-9);
+  summary.wall_seconds = SecondsSince(run_start);
+  const std::string summary_event = absl::StrFormat(
+      "{\"event\":\"summary\",\"images_per_sec\":%.2f,\"val_acc\":%.6f,\"val_loss\":%.6f,"
+      "\"train_loss\":%.6f,\"train_acc\":%.6f,\"epochs\":%d,\"steps\":%d,\"wall_s\":%.2f}",
+      summary.images_per_sec, summary.val_accuracy, summary.val_loss, summary.train_loss,
+      summary.train_accuracy, summary.epochs, summary.steps, summary.wall_seconds);
+  if (events) *events << summary_event << "\n" << std::flush;
+  if (metrics.is_open()) metrics << summary_event << "\n" << std::flush;
+  return summary;
+}
+
+}  // namespace pipeline

@@ -1,0 +1,41 @@
+#ifndef PIPELINE_TRAINER_TRAINER_H_
+#define PIPELINE_TRAINER_TRAINER_H_
+
+// The training loop shared by every strategy: epochs of
+//   loader -> strategy.ForwardBackward(model, batch) -> optimizer.step
+// with a validation pass, a checkpoint and a metrics line after each epoch.
+
+#include <cstdint>
+#include <iosfwd>
+
+#include "absl/status/statusor.h"
+#include "pipeline/config/pipeline.pb.h"
+
+namespace pipeline {
+
+struct TrainSummary {
+  int64_t epochs = 0;
+  int64_t steps = 0;
+  double train_loss = 0;      // mean over the last epoch
+  double train_accuracy = 0;  // over the last epoch
+  double val_loss = 0;        // last validation pass; 0 without validation data
+  double val_accuracy = 0;
+  double images_per_sec = 0;  // training images over training time, all processes
+  double wall_seconds = 0;
+};
+
+struct RunOptions {
+  // Build every plugin and check the data, then stop before training.
+  bool dry_run = false;
+  // Progress and messages (rank 0 only).
+  std::ostream* log = nullptr;
+  // Machine-readable JSON lines: one per epoch and a final summary.
+  std::ostream* events = nullptr;
+};
+
+// Trains as `config` (a resolved config, see ResolveConfig) says.
+absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOptions& options);
+
+}  // namespace pipeline
+
+#endif  // PIPELINE_TRAINER_TRAINER_H_

@@ -1,0 +1,56 @@
+#ifndef PLUGINS_DATASETS_IMAGE_FOLDER_IMAGE_CODEC_H_
+#define PLUGINS_DATASETS_IMAGE_FOLDER_IMAGE_CODEC_H_
+
+// JPEG (TurboJPEG) and PNG (libpng) decoding into uint8 HWC images, and the
+// encoders the data-preparation tool writes with. Every failure is a Status
+// that names the file and the reason; nothing aborts, and libpng's longjmp
+// never crosses a C++ frame.
+//
+// Pixel values are decoded as stored (no gamma or ICC correction), which is
+// what PIL and torchvision hand a model, so the same files give the same
+// tensors as a PyTorch pipeline would.
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "pipeline/interfaces/image.h"
+
+namespace pipeline {
+
+struct DecodeOptions {
+  enum Color {
+    // As stored: grayscale files give 1 channel, everything else 3
+    // (palette expanded, alpha dropped).
+    KEEP,
+    // 1 channel; colour is reduced with ITU-R 601 luma, as PIL's convert("L").
+    GRAY,
+    // 3 channels; grayscale is replicated.
+    RGB,
+  };
+  Color color = KEEP;
+};
+
+// Larger images are refused before any pixel memory is allocated, so a
+// corrupt or hostile header cannot ask for gigabytes.
+inline constexpr int kMaxImageSide = 32768;
+inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+
+// Decodes a whole JPEG or PNG file held in `bytes`; the format is taken from
+// the magic bytes, not the file name. `path_for_errors` only names the file
+// in messages. Thread-safe: each call uses its own decoder state.
+absl::StatusOr<Image> DecodeImage(const std::string& bytes, const std::string& path_for_errors,
+                                  const DecodeOptions& options = {});
+
+// PNG of a 1-channel (gray) or 3-channel (RGB) uint8 image; lossless.
+absl::StatusOr<std::string> EncodePng(const Image& image);
+
+// Baseline JPEG of a 1- or 3-channel uint8 image, `quality` 1..100. Gray
+// images are written as grayscale JPEGs; colour ones use 4:4:4 chroma at
+// quality >= 90 and 4:2:0 below (ImageMagick's rule: subsampling undoes the
+// point of asking for high quality).
+absl::StatusOr<std::string> EncodeJpeg(const Image& image, int quality);
+
+}  // namespace pipeline
+
+#endif  // PLUGINS_DATASETS_IMAGE_FOLDER_IMAGE_CODEC_H_

@@ -1,0 +1,320 @@
+#include "plugins/datasets/image_folder/image_codec.h"
+
+#include <png.h>
+#include <turbojpeg.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// A smooth ramp (JPEG reproduces it closely) that differs per channel.
+Image Pattern(int height, int width, int channels) {
+  Image image;
+  image.height = height;
+  image.width = width;
+  image.channels = channels;
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        image.u8.push_back(static_cast<uint8_t>(20 + x * 150 / width + y * 50 / height + c * 15));
+      }
+    }
+  }
+  return image;
+}
+
+// Noise compresses badly, so the headers are a small part of the file and
+// cutting it in half cuts the pixel data.
+Image Noise(int height, int width, int channels) {
+  Image image = Pattern(height, width, channels);
+  uint32_t state = 12345;
+  for (uint8_t& v : image.u8) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<uint8_t>(state >> 24);
+  }
+  return image;
+}
+
+double MeanAbsDiff(const Image& a, const Image& b) {
+  double total = 0;
+  for (size_t i = 0; i < a.u8.size(); ++i) total += std::abs(a.u8[i] - b.u8[i]);
+  return total / a.u8.size();
+}
+
+// PNGs the encoder under test cannot write (alpha, palette, 16-bit), through
+// libpng's simplified writer.
+std::string WritePngWithLibpng(int width, int height, uint32_t format, const void* pixels,
+                               const void* colormap = nullptr, int colormap_entries = 0) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = width;
+  image.height = height;
+  image.format = format;
+  image.colormap_entries = colormap_entries;
+  png_alloc_size_t size = 0;
+  EXPECT_TRUE(png_image_write_get_memory_size(image, size, 0, pixels, 0, colormap));
+  std::string bytes(size, '\0');
+  EXPECT_TRUE(png_image_write_to_memory(&image, bytes.data(), &size, 0, pixels, 0, colormap));
+  bytes.resize(size);
+  return bytes;
+}
+
+TEST(ImageCodecTest, PngRoundTripIsExact) {
+  for (int channels : {1, 3}) {
+    const Image original = Pattern(7, 9, channels);
+    auto png = EncodePng(original);
+    ASSERT_TRUE(png.ok()) << png.status();
+    auto decoded = DecodeImage(*png, "x.png");
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->ShapeString(), original.ShapeString());
+    EXPECT_EQ(decoded->u8, original.u8);
+  }
+}
+
+TEST(ImageCodecTest, JpegRoundTripIsClose) {
+  for (int channels : {1, 3}) {
+    const Image original = Pattern(32, 40, channels);
+    for (int quality : {75, 95}) {
+      auto jpeg = EncodeJpeg(original, quality);
+      ASSERT_TRUE(jpeg.ok()) << jpeg.status();
+      auto decoded = DecodeImage(*jpeg, "x.jpg");
+      ASSERT_TRUE(decoded.ok()) << decoded.status();
+      EXPECT_EQ(decoded->ShapeString(), original.ShapeString());
+      EXPECT_LT(MeanAbsDiff(*decoded, original), quality >= 90 ? 2.0 : 5.0)
+          << channels << " channels, quality " << quality;
+    }
+  }
+}
+
+TEST(ImageCodecTest, ColorConversions) {
+  const Image rgb = Pattern(4, 5, 3);
+  const Image gray = Pattern(4, 5, 1);
+  for (const std::string& bytes : {*EncodePng(rgb), *EncodeJpeg(rgb, 95)}) {
+    EXPECT_EQ(DecodeImage(bytes, "c", {DecodeOptions::KEEP})->channels, 3);
+    EXPECT_EQ(DecodeImage(bytes, "c", {DecodeOptions::RGB})->channels, 3);
+    EXPECT_EQ(DecodeImage(bytes, "c", {DecodeOptions::GRAY})->channels, 1);
+  }
+  for (const std::string& bytes : {*EncodePng(gray), *EncodeJpeg(gray, 95)}) {
+    EXPECT_EQ(DecodeImage(bytes, "g", {DecodeOptions::KEEP})->channels, 1);
+    EXPECT_EQ(DecodeImage(bytes, "g", {DecodeOptions::GRAY})->channels, 1);
+    auto as_rgb = DecodeImage(bytes, "g", {DecodeOptions::RGB});
+    ASSERT_EQ(as_rgb->channels, 3);
+    EXPECT_EQ(as_rgb->u8[0], as_rgb->u8[1]);
+    EXPECT_EQ(as_rgb->u8[1], as_rgb->u8[2]);
+  }
+  // PNG gray from RGB is PIL's convert("L") exactly.
+  auto luma = DecodeImage(*EncodePng(rgb), "c", {DecodeOptions::GRAY});
+  for (size_t i = 0; i < luma->u8.size(); ++i) {
+    const uint8_t* p = &rgb.u8[3 * i];
+    EXPECT_EQ(luma->u8[i], (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
+  }
+  // RGB back to gray replicated pixels: no change.
+  auto replicated = DecodeImage(*EncodePng(gray), "g", {DecodeOptions::RGB});
+  auto back = DecodeImage(*EncodePng(*replicated), "g", {DecodeOptions::GRAY});
+  EXPECT_EQ(back->u8, gray.u8);
+}
+
+TEST(ImageCodecTest, RgbaPngDropsAlpha) {
+  const std::vector<uint8_t> rgba = {10, 20, 30, 0, 40, 50, 60, 128, 70, 80, 90, 255};
+  auto image = DecodeImage(WritePngWithLibpng(3, 1, PNG_FORMAT_RGBA, rgba.data()), "a.png");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->ShapeString(), "1x3x3");
+  // Colours as stored, not composited: a fully transparent pixel keeps them.
+  EXPECT_EQ(image->u8, (std::vector<uint8_t>{10, 20, 30, 40, 50, 60, 70, 80, 90}));
+
+  const std::vector<uint8_t> gray_alpha = {100, 0, 200, 255};
+  auto gray = DecodeImage(WritePngWithLibpng(2, 1, PNG_FORMAT_GA, gray_alpha.data()), "ga.png");
+  ASSERT_TRUE(gray.ok()) << gray.status();
+  EXPECT_EQ(gray->ShapeString(), "1x2x1");
+  EXPECT_EQ(gray->u8, (std::vector<uint8_t>{100, 200}));
+}
+
+TEST(ImageCodecTest, PalettePngBecomesRgb) {
+  // Colour map with a transparent entry, so the file carries tRNS too.
+  const std::vector<uint8_t> colormap = {255, 0, 0, 255, 0, 0, 255, 0};
+  const std::vector<uint8_t> indices = {0, 1, 1, 0};
+  auto image = DecodeImage(
+      WritePngWithLibpng(2, 2, PNG_FORMAT_RGBA_COLORMAP, indices.data(), colormap.data(), 2),
+      "p.png");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->ShapeString(), "2x2x3");
+  EXPECT_EQ(image->u8[0], 255);  // red
+  EXPECT_EQ(image->u8[5], 255);  // blue, despite alpha 0
+}
+
+TEST(ImageCodecTest, SixteenBitPngIsScaledTo8Bit) {
+  // The simplified writer writes PNG_FORMAT_LINEAR_Y as a 16-bit gray PNG.
+  const std::vector<uint16_t> pixels = {0, 128 * 257, 65535};
+  auto image =
+      DecodeImage(WritePngWithLibpng(3, 1, PNG_FORMAT_LINEAR_Y, pixels.data()), "16.png");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->ShapeString(), "1x3x1");
+  EXPECT_EQ(image->u8, (std::vector<uint8_t>{0, 128, 255}));
+}
+
+TEST(ImageCodecTest, CmykJpegBecomesRgb) {
+  // Left half CMYK (200, 100, 50, 255) = RGB (200, 100, 50) in Adobe's
+  // inverted convention; right half K = 128 on full C, M, Y = RGB 128 gray.
+  const int width = 16, height = 8;
+  std::vector<uint8_t> cmyk;
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      const std::vector<uint8_t> p = x < 8 ? std::vector<uint8_t>{200, 100, 50, 255}
+                                           : std::vector<uint8_t>{255, 255, 255, 128};
+      cmyk.insert(cmyk.end(), p.begin(), p.end());
+    }
+  }
+  tjhandle handle = tjInitCompress();
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(handle, cmyk.data(), width, 0, height, TJPF_CMYK, &buffer, &size,
+                        TJSAMP_444, 100, 0),
+            0)
+      << tjGetErrorStr2(handle);
+  const std::string jpeg(reinterpret_cast<char*>(buffer), size);
+  tjFree(buffer);
+  tjDestroy(handle);
+
+  auto image = DecodeImage(jpeg, "cmyk.jpg");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->ShapeString(), "8x16x3");
+  const uint8_t* left = &image->u8[(4 * width + 2) * 3];
+  const uint8_t* right = &image->u8[(4 * width + 13) * 3];
+  EXPECT_NEAR(left[0], 200, 3);
+  EXPECT_NEAR(left[1], 100, 3);
+  EXPECT_NEAR(left[2], 50, 3);
+  EXPECT_NEAR(right[0], 128, 3);
+  EXPECT_NEAR(right[2], 128, 3);
+  EXPECT_EQ(DecodeImage(jpeg, "cmyk.jpg", {DecodeOptions::GRAY})->channels, 1);
+}
+
+TEST(ImageCodecTest, EmptyFile) {
+  EXPECT_EQ(DecodeImage("", "data/cat/0.jpg").status().message(),
+            "data/cat/0.jpg: empty file (0 bytes); expected a JPEG or PNG image");
+}
+
+TEST(ImageCodecTest, TextFileNamedJpg) {
+  EXPECT_EQ(DecodeImage("this is not an image\n", "notes.jpg").status().message(),
+            "notes.jpg: unknown image format (starts with \"this is \", which looks like "
+            "text); supported formats: JPEG, PNG");
+  EXPECT_EQ(DecodeImage(std::string("GIF89a\x01\x00\x01\x00", 10), "a.gif").status().message(),
+            "a.gif: unknown image format (starts with bytes 47 49 46 38 39 61 01 00); "
+            "supported formats: JPEG, PNG");
+}
+
+TEST(ImageCodecTest, TruncatedJpeg) {
+  const std::string jpeg = *EncodeJpeg(Noise(64, 64, 3), 90);
+  auto image = DecodeImage(jpeg.substr(0, jpeg.size() / 2), "half.jpg");
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(std::string(image.status().message()),
+            "half.jpg: truncated or corrupt JPEG (libjpeg: Premature end of JPEG file)");
+  // Cut inside the header, before the image size.
+  EXPECT_EQ(DecodeImage(jpeg.substr(0, 20), "header.jpg").status().message(),
+            "header.jpg: truncated or corrupt JPEG (no frame header, so no image size)");
+}
+
+TEST(ImageCodecTest, CorruptJpegData) {
+  std::string jpeg = *EncodeJpeg(Noise(64, 64, 3), 90);
+  // A stray marker (restart marker RST0, which this file has none of) in the
+  // middle of the entropy-coded data.
+  jpeg[jpeg.size() / 2] = '\xFF';
+  jpeg[jpeg.size() / 2 + 1] = '\xD0';
+  EXPECT_THAT(std::string(DecodeImage(jpeg, "bad.jpg").status().message()),
+              StartsWith("bad.jpg: truncated or corrupt JPEG (libjpeg: "));
+}
+
+TEST(ImageCodecTest, TwelveBitJpegIsUnsupportedNotCorrupt) {
+  std::string jpeg = *EncodeJpeg(Pattern(8, 8, 1), 90);
+  const size_t sof = jpeg.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  jpeg[sof + 4] = 12;  // sample precision
+  auto image = DecodeImage(jpeg, "12bit.jpg");
+  EXPECT_EQ(image.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(std::string(image.status().message()),
+            "12bit.jpg: unsupported kind of JPEG (libjpeg: Unsupported JPEG data precision 12)");
+}
+
+TEST(ImageCodecTest, HarmlessJpegWarningIsAccepted) {
+  const Image original = Pattern(16, 16, 3);
+  std::string jpeg = *EncodeJpeg(original, 95);
+  // Junk before the start-of-scan marker: libjpeg warns "3 extraneous bytes
+  // before marker 0xda" but every pixel is intact, and PIL accepts the file.
+  const size_t sos = jpeg.find("\xFF\xDA");
+  ASSERT_NE(sos, std::string::npos);
+  jpeg.insert(sos, "xyz");
+  auto image = DecodeImage(jpeg, "junk.jpg");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_LT(MeanAbsDiff(*image, original), 2.0);
+}
+
+TEST(ImageCodecTest, TruncatedPng) {
+  const std::string png = *EncodePng(Noise(64, 64, 3));
+  EXPECT_EQ(DecodeImage(png.substr(0, png.size() / 2), "half.png").status().message(),
+            "half.png: truncated or corrupt PNG (libpng: unexpected end of file)");
+  std::string corrupt = png;
+  corrupt[png.size() / 2] ^= 0x55;  // the IDAT CRC no longer matches
+  EXPECT_THAT(std::string(DecodeImage(corrupt, "crc.png").status().message()),
+              StartsWith("crc.png: truncated or corrupt PNG (libpng: "));
+}
+
+std::string PngHeader(uint32_t width, uint32_t height) {
+  std::string ihdr = "IHDR";
+  for (uint32_t v : {width, height}) {
+    for (int shift = 24; shift >= 0; shift -= 8) ihdr.push_back(static_cast<char>(v >> shift));
+  }
+  ihdr += std::string("\x08\x00\x00\x00\x00", 5);  // 8-bit gray, no interlace
+  const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(ihdr.data()), ihdr.size());
+  std::string bytes("\x89PNG\r\n\x1a\n\x00\x00\x00\x0d", 12);
+  bytes += ihdr;
+  for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back(static_cast<char>(crc >> shift));
+  return bytes;
+}
+
+TEST(ImageCodecTest, TooLarge) {
+  EXPECT_EQ(DecodeImage(PngHeader(40000, 10), "wide.png").status().message(),
+            "wide.png: image too large: 40000x10 (the limit is 32768 pixels per side and "
+            "268435456 pixels in all)");
+  EXPECT_THAT(std::string(DecodeImage(PngHeader(20000, 20000), "big.png").status().message()),
+              HasSubstr("big.png: image too large: 20000x20000"));
+
+  // A valid JPEG whose frame header claims 30000 x 30000.
+  std::string jpeg = *EncodeJpeg(Pattern(8, 8, 1), 90);
+  const size_t sof = jpeg.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  for (size_t offset : {sof + 5, sof + 7}) {
+    jpeg[offset] = static_cast<char>(30000 >> 8);
+    jpeg[offset + 1] = static_cast<char>(30000 & 0xFF);
+  }
+  EXPECT_THAT(std::string(DecodeImage(jpeg, "big.jpg").status().message()),
+              HasSubstr("big.jpg: image too large: 30000x30000"));
+}
+
+TEST(ImageCodecTest, EncoderRejectsWhatItCannotWrite) {
+  Image rgba = Pattern(2, 2, 3);
+  rgba.channels = 4;
+  EXPECT_EQ(EncodePng(rgba).status().message(),
+            "PNG encoding needs 1 (gray) or 3 (RGB) channels, not 4");
+  Image floats;
+  floats.height = floats.width = floats.channels = 1;
+  floats.f32 = {0.5f};
+  EXPECT_EQ(EncodeJpeg(floats, 90).status().message(),
+            "JPEG encoding needs a uint8 image, not float");
+  EXPECT_EQ(EncodeJpeg(Pattern(2, 2, 1), 0).status().message(), "JPEG quality 0 is outside 1..100");
+  Image short_buffer = Pattern(2, 2, 1);
+  short_buffer.u8.pop_back();
+  EXPECT_EQ(EncodePng(short_buffer).status().message(),
+            "PNG encoding: image 2x2x1 holds 3 values");
+}
+
+}  // namespace
+}  // namespace pipeline

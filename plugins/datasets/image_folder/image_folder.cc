@@ -1,0 +1,300 @@
+// dataset `image_folder`: torchvision's ImageFolder. `root` holds one
+// subfolder per class; classes are sorted by name and a sample's label is its
+// class's index. The images are the .jpg/.jpeg/.png files anywhere below a
+// class folder, in torchvision's order (folders sorted by path, files by
+// name), so labels and sample indices match a PyTorch run on the same tree.
+//
+// The factory only scans the tree (paths and labels stay in memory); Get()
+// reads and decodes one file, so the dataset can be far larger than RAM and
+// loader threads decode in parallel without sharing any mutable state.
+//
+// Unlike torchvision, names starting with "." are skipped: macOS "._x.jpg"
+// resource forks and ".ipynb_checkpoints" folders are never images or
+// classes, and including them breaks training in confusing ways.
+//
+//   train_data {
+//     dataset {
+//       name: "image_folder"
+//       options { [type.googleapis.com/pipeline.ImageFolderOptions] { root: "data/train" } }
+//     }
+//   }
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/interfaces/dataset.h"
+#include "pipeline/util/edit_distance.h"
+#include "plugins/datasets/image_folder/image_codec.h"
+#include "plugins/datasets/image_folder/image_folder.pb.h"
+
+namespace pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsHidden(const fs::path& path) {
+  const std::string name = path.filename().string();
+  return !name.empty() && name[0] == '.';
+}
+
+bool IsImageFile(const fs::path& path) {
+  const std::string extension = absl::AsciiStrToLower(path.extension().string());
+  return extension == ".jpg" || extension == ".jpeg" || extension == ".png";
+}
+
+// `bazel run` starts the binary in its runfiles tree; a relative root is
+// meant from where the user typed the command, as //tools:prepare_data
+// writes it.
+fs::path ResolveRoot(const std::string& root) {
+  const fs::path path(root);
+  const char* working_directory = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.is_relative() && working_directory != nullptr && *working_directory != '\0') {
+    return fs::path(working_directory) / path;
+  }
+  return path;
+}
+
+// "a, b, c", cut short for trees with hundreds of classes.
+std::string ListNames(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 20;
+  if (names.size() <= kShown) return absl::StrJoin(names, ", ");
+  return absl::StrCat(absl::StrJoin(names.begin(), names.begin() + kShown, ", "), ", ... (",
+                      names.size(), " in all)");
+}
+
+struct DirectoryListing {
+  std::vector<std::string> folders;  // names, unsorted
+  std::vector<std::string> images;   // names, unsorted
+};
+
+absl::StatusOr<DirectoryListing> ListDirectory(const fs::path& dir, const std::string& shown) {
+  DirectoryListing listing;
+  std::error_code error;
+  fs::directory_iterator it(dir, error);
+  for (; !error && it != fs::directory_iterator(); it.increment(error)) {
+    const fs::path& path = it->path();
+    if (IsHidden(path)) continue;
+    std::error_code ignored;  // a dangling link is neither; skip it
+    if (fs::is_directory(path, ignored)) {
+      listing.folders.push_back(path.filename().string());
+    } else if (IsImageFile(path) && fs::is_regular_file(path, ignored)) {
+      listing.images.push_back(path.filename().string());
+    }
+  }
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot list folder ", shown, ": ", error.message()));
+  }
+  return listing;
+}
+
+// The image files below `class_dir` in the order of torchvision's
+// `sorted(os.walk(class_dir, followlinks=True))` with sorted file names:
+// folder by folder, folders sorted by their full path string.
+absl::Status CollectImages(const fs::path& class_dir, const std::string& shown, int64_t label,
+                           std::vector<std::string>* paths, std::vector<int64_t>* labels) {
+  std::map<std::string, std::vector<std::string>> images_by_folder;
+  std::set<fs::path> visited;  // canonical paths: a symlink loop is walked once
+  std::vector<std::pair<fs::path, std::string>> pending{{class_dir, shown}};
+  while (!pending.empty()) {
+    auto [dir, dir_shown] = std::move(pending.back());
+    pending.pop_back();
+    std::error_code error;
+    const fs::path canonical = fs::canonical(dir, error);
+    if (!error && !visited.insert(canonical).second) continue;
+    auto listing = ListDirectory(dir, dir_shown);
+    if (!listing.ok()) return listing.status();
+    for (const std::string& folder : listing->folders) {
+      pending.emplace_back(dir / folder, (fs::path(dir_shown) / folder).string());
+    }
+    std::sort(listing->images.begin(), listing->images.end());
+    std::vector<std::string>& images = images_by_folder[dir_shown];
+    for (const std::string& image : listing->images) {
+      images.push_back((dir / image).string());
+    }
+  }
+  for (auto& [folder, images] : images_by_folder) {
+    for (std::string& image : images) {
+      paths->push_back(std::move(image));
+      labels->push_back(label);
+    }
+  }
+  return absl::OkStatus();
+}
+
+class ImageFolderDataset : public Dataset {
+ public:
+  ImageFolderDataset(std::vector<std::string> paths, std::vector<int64_t> labels,
+                     std::vector<std::string> class_names, DecodeOptions decode_options)
+      : paths_(std::move(paths)),
+        labels_(std::move(labels)),
+        class_names_(std::move(class_names)),
+        decode_options_(decode_options) {}
+
+  int64_t size() const override { return static_cast<int64_t>(paths_.size()); }
+
+  absl::StatusOr<Sample> Get(int64_t index) const override {
+    if (index < 0 || index >= size()) {
+      return absl::OutOfRangeError(absl::StrCat("sample ", index, " of ", size()));
+    }
+    const std::string& path = paths_[index];
+    // errno is per thread; std::error_code's message, unlike strerror, is
+    // safe to build on many loader threads at once.
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+      return absl::NotFoundError(absl::StrCat(
+          path, ": cannot open: ", std::error_code(errno, std::generic_category()).message()));
+    }
+    std::ostringstream bytes;
+    bytes << file.rdbuf();
+    if (file.bad()) {
+      return absl::DataLossError(absl::StrCat(
+          path, ": read error: ", std::error_code(errno, std::generic_category()).message()));
+    }
+    auto image = DecodeImage(bytes.str(), path, decode_options_);
+    if (!image.ok()) return image.status();
+    Sample sample;
+    sample.image = std::move(*image);
+    sample.label = labels_[index];
+    return sample;
+  }
+
+  const std::vector<std::string>& class_names() const override { return class_names_; }
+
+ private:
+  // Read-only after construction: Get() runs on many threads at once.
+  const std::vector<std::string> paths_;
+  const std::vector<int64_t> labels_;
+  const std::vector<std::string> class_names_;
+  const DecodeOptions decode_options_;
+};
+
+DecodeOptions::Color ToDecodeColor(ImageFolderOptions::Color color) {
+  switch (color) {
+    case ImageFolderOptions::GRAY:
+      return DecodeOptions::GRAY;
+    case ImageFolderOptions::RGB:
+      return DecodeOptions::RGB;
+    case ImageFolderOptions::KEEP:
+      break;
+  }
+  return DecodeOptions::KEEP;
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> CreateImageFolder(const ImageFolderOptions& options,
+                                                           const DatasetContext& context) {
+  const std::string& shown_root = options.root();
+  const fs::path root = ResolveRoot(shown_root);
+  std::error_code error;
+  if (!fs::exists(root, error)) {
+    std::string where;
+    if (root.is_relative() || root.string() != shown_root) {
+      where = absl::StrCat(" (looked for ", fs::absolute(root, error).string(), ")");
+    }
+    return absl::NotFoundError(absl::StrCat(
+        "root: folder ", shown_root, " does not exist", where,
+        "; create it with one subfolder per class, or run `bazel run //tools:prepare_data` "
+        "and use root: \"data/fashion_mnist/",
+        context.split == "validation" ? "validation" : "train", "\""));
+  }
+  if (!fs::is_directory(root, error)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "root: ", shown_root, " is a file, not a folder; set root to the folder that holds one "
+        "subfolder per class"));
+  }
+
+  auto top = ListDirectory(root, shown_root);
+  if (!top.ok()) {
+    return absl::Status(top.status().code(), absl::StrCat("root: ", top.status().message()));
+  }
+  std::vector<std::string> found = std::move(top->folders);
+  std::sort(found.begin(), found.end());
+  if (found.empty()) {
+    std::string hint;
+    if (!top->images.empty()) {
+      hint = absl::StrCat(" (it holds ", top->images.size(),
+                          " images directly, but each class needs its own subfolder)");
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("root: folder ", shown_root, " has no class subfolders", hint,
+                     "; put each class's images in ",
+                     (fs::path(shown_root) / "<class name>").string(), "/"));
+  }
+
+  std::vector<std::string> class_names;
+  if (options.classes().empty()) {
+    class_names = found;
+  } else {
+    for (const std::string& wanted : options.classes()) {
+      if (!std::binary_search(found.begin(), found.end(), wanted)) {
+        std::string suggestion = DidYouMean(wanted, found);
+        return absl::NotFoundError(absl::StrCat(
+            "classes: no folder \"", wanted, "\" in ", shown_root, "; folders found: ",
+            ListNames(found), suggestion.empty() ? "" : ".", suggestion));
+      }
+      class_names.push_back(wanted);
+    }
+    std::sort(class_names.begin(), class_names.end());
+  }
+
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  for (size_t label = 0; label < class_names.size(); ++label) {
+    const std::string shown = (fs::path(shown_root) / class_names[label]).string();
+    const size_t before = paths.size();
+    if (auto status = CollectImages(root / class_names[label], shown,
+                                    static_cast<int64_t>(label), &paths, &labels);
+        !status.ok()) {
+      return status;
+    }
+    if (paths.size() == before) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "class folder ", shown, " holds no .jpg, .jpeg or .png files; add images, delete "
+          "the folder, or list the classes to use in `classes`"));
+    }
+  }
+  return std::make_unique<ImageFolderDataset>(std::move(paths), std::move(labels),
+                                              std::move(class_names),
+                                              DecodeOptions{ToDecodeColor(options.color())});
+}
+
+absl::Status ValidateImageFolder(const ImageFolderOptions& options) {
+  if (options.root().empty()) {
+    return absl::InvalidArgumentError(
+        "root: not set; set it to the folder with one subfolder per class, e.g. "
+        "root: \"data/train\"");
+  }
+  std::set<std::string> seen;
+  for (const std::string& name : options.classes()) {
+    if (name.empty() || absl::StrContains(name, '/')) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "classes: \"", name, "\" is not a folder name; list subfolders of root by name"));
+    }
+    if (!seen.insert(name).second) {
+      return absl::InvalidArgumentError(absl::StrCat("classes: \"", name, "\" is listed twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+PIPELINE_REGISTER_PLUGIN(Dataset, "image_folder", ImageFolderOptions,
+                         "torchvision ImageFolder: <root>/<class>/**/*.{jpg,jpeg,png}, decoded "
+                         "on Get()",
+                         CreateImageFolder, ValidateImageFolder);
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,253 @@
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/dataset.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "plugins/datasets/image_folder/image_codec.h"
+
+namespace pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Image Solid(int height, int width, int channels, uint8_t value) {
+  Image image;
+  image.height = height;
+  image.width = width;
+  image.channels = channels;
+  image.u8.assign(static_cast<size_t>(height) * width * channels, value);
+  return image;
+}
+
+void WriteFile(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// A fresh, empty folder per test.
+fs::path TempRoot(const std::string& name) {
+  const fs::path root = fs::path(::testing::TempDir()) / ("image_folder_" + name);
+  fs::remove_all(root);
+  fs::create_directories(root);
+  return root;
+}
+
+std::string Config(const fs::path& root, const std::string& extra = "") {
+  return "name: \"image_folder\" options { [type.googleapis.com/pipeline.ImageFolderOptions] { "
+         "root: \"" + root.string() + "\" " + extra + " } }";
+}
+
+// bird: one RGB JPEG. cat: gray PNGs in nested folders, in an order where
+// torchvision's folder-by-folder walk differs from sorting whole paths.
+// dog: an RGB PNG with an upper-case extension. Plus things to ignore.
+fs::path MakeTree(const std::string& name) {
+  const fs::path root = TempRoot(name);
+  WriteFile(root / "bird/b.jpg", *EncodeJpeg(Solid(8, 10, 3, 200), 95));
+  WriteFile(root / "cat/z.png", *EncodePng(Solid(4, 6, 1, 1)));
+  WriteFile(root / "cat/a/y.png", *EncodePng(Solid(4, 6, 1, 2)));
+  WriteFile(root / "cat/a-b/x.png", *EncodePng(Solid(4, 6, 1, 3)));
+  WriteFile(root / "cat/a/deeper/w.jpeg", *EncodeJpeg(Solid(4, 6, 1, 4), 100));
+  WriteFile(root / "dog/d.PNG", *EncodePng(Solid(5, 5, 3, 50)));
+  WriteFile(root / "dog/notes.txt", "not an image");
+  WriteFile(root / "dog/._d.PNG", "macOS resource fork");
+  WriteFile(root / ".ipynb_checkpoints/c.png", *EncodePng(Solid(1, 1, 1, 0)));
+  WriteFile(root / "README.md", "files in root are ignored");
+  return root;
+}
+
+TEST(ImageFolderTest, ClassesLabelsAndOrderFollowTorchvision) {
+  const fs::path root = MakeTree("order");
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_THAT((*dataset)->class_names(), ElementsAre("bird", "cat", "dog"));
+  ASSERT_EQ((*dataset)->size(), 6);
+  std::vector<int64_t> labels;
+  std::vector<std::string> shapes;
+  std::vector<int> first_pixels;
+  for (int64_t i = 0; i < (*dataset)->size(); ++i) {
+    auto sample = (*dataset)->Get(i);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    labels.push_back(sample->label);
+    shapes.push_back(sample->image.ShapeString());
+    first_pixels.push_back(sample->image.u8[0]);
+  }
+  EXPECT_THAT(labels, ElementsAre(0, 1, 1, 1, 1, 2));
+  EXPECT_THAT(shapes, ElementsAre("8x10x3", "4x6x1", "4x6x1", "4x6x1", "4x6x1", "5x5x3"));
+  // cat: folders cat < cat/a < cat/a-b < cat/a/deeper ('-' sorts before '/').
+  EXPECT_EQ(first_pixels[1], 1);
+  EXPECT_EQ(first_pixels[2], 2);
+  EXPECT_EQ(first_pixels[3], 3);
+  EXPECT_NEAR(first_pixels[4], 4, 1);
+  EXPECT_EQ(first_pixels[5], 50);
+  EXPECT_FALSE((*dataset)->Get(6).ok());
+  EXPECT_FALSE((*dataset)->Get(-1).ok());
+}
+
+TEST(ImageFolderTest, ColorOption) {
+  const fs::path root = MakeTree("color");
+  auto gray = testing::CreatePlugin<Dataset>(Config(root, "color: GRAY"));
+  ASSERT_TRUE(gray.ok()) << gray.status();
+  auto rgb = testing::CreatePlugin<Dataset>(Config(root, "color: RGB"));
+  ASSERT_TRUE(rgb.ok()) << rgb.status();
+  for (int64_t i = 0; i < (*gray)->size(); ++i) {
+    EXPECT_EQ((*gray)->Get(i)->image.channels, 1) << i;
+    EXPECT_EQ((*rgb)->Get(i)->image.channels, 3) << i;
+  }
+  // A gray cat replicated, not tinted.
+  const Image cat = (*rgb)->Get(1)->image;
+  EXPECT_EQ(cat.u8[0], 1);
+  EXPECT_EQ(cat.u8[1], 1);
+  EXPECT_EQ(cat.u8[2], 1);
+}
+
+TEST(ImageFolderTest, ClassesOptionKeepsSortedOrder) {
+  const fs::path root = MakeTree("subset");
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root, R"(classes: "dog" classes: "bird")"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_THAT((*dataset)->class_names(), ElementsAre("bird", "dog"));
+  ASSERT_EQ((*dataset)->size(), 2);
+  EXPECT_EQ((*dataset)->Get(0)->label, 0);
+  EXPECT_EQ((*dataset)->Get(1)->label, 1);
+  EXPECT_EQ((*dataset)->Get(1)->image.ShapeString(), "5x5x3");
+}
+
+TEST(ImageFolderTest, GetIsThreadSafe) {
+  const fs::path root = MakeTree("threads");
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root, "color: RGB"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        for (int64_t i = 0; i < (*dataset)->size(); ++i) {
+          auto sample = (*dataset)->Get(i);
+          failures[t] += !sample.ok() || sample->image.channels != 3;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_THAT(failures, ElementsAre(0, 0, 0, 0));
+}
+
+TEST(ImageFolderTest, MissingRoot) {
+  const fs::path root = TempRoot("missing") / "data/train";
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(Config(root)).status().message(),
+            "dataset \"image_folder\": root: folder " + root.string() +
+                " does not exist; create it with one subfolder per class, or run `bazel run "
+                "//tools:prepare_data` and use root: \"data/fashion_mnist/train\"");
+}
+
+TEST(ImageFolderTest, RelativeRootIsResolvedFromBazelRunFolder) {
+  const fs::path base = TempRoot("relative");
+  WriteFile(base / "data/train/cat/a.png", *EncodePng(Solid(2, 2, 1, 9)));
+  setenv("BUILD_WORKING_DIRECTORY", base.c_str(), 1);
+  auto dataset = testing::CreatePlugin<Dataset>(Config("data/train"));
+  auto missing = testing::CreatePlugin<Dataset>(Config("data/validation"), {.split = "validation"});
+  unsetenv("BUILD_WORKING_DIRECTORY");
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ((*dataset)->size(), 1);
+  EXPECT_EQ(missing.status().message(),
+            "dataset \"image_folder\": root: folder data/validation does not exist (looked for " +
+                (base / "data/validation").string() +
+                "); create it with one subfolder per class, or run `bazel run "
+                "//tools:prepare_data` and use root: \"data/fashion_mnist/validation\"");
+}
+
+TEST(ImageFolderTest, EmptyRootField) {
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(R"pb(name: "image_folder")pb").status().message(),
+            "options: root: not set; set it to the folder with one subfolder per class, e.g. "
+            "root: \"data/train\"");
+}
+
+TEST(ImageFolderTest, RootIsAFile) {
+  const fs::path file = TempRoot("file") / "train.zip";
+  WriteFile(file, "zip");
+  EXPECT_THAT(std::string(testing::CreatePlugin<Dataset>(Config(file)).status().message()),
+              HasSubstr("root: " + file.string() + " is a file, not a folder"));
+}
+
+TEST(ImageFolderTest, RootWithoutClassFolders) {
+  const fs::path root = TempRoot("flat");
+  WriteFile(root / "a.png", *EncodePng(Solid(2, 2, 1, 0)));
+  WriteFile(root / "b.png", *EncodePng(Solid(2, 2, 1, 0)));
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(Config(root)).status().message(),
+            "dataset \"image_folder\": root: folder " + root.string() +
+                " has no class subfolders (it holds 2 images directly, but each class needs its "
+                "own subfolder); put each class's images in " + root.string() +
+                "/<class name>/");
+  const fs::path empty = TempRoot("empty");
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(Config(empty)).status().message(),
+            "dataset \"image_folder\": root: folder " + empty.string() +
+                " has no class subfolders; put each class's images in " + empty.string() +
+                "/<class name>/");
+}
+
+TEST(ImageFolderTest, EmptyClassFolderIsNamed) {
+  const fs::path root = MakeTree("empty_class");
+  fs::create_directories(root / "eel/sub");
+  WriteFile(root / "eel/sub/readme.txt", "no images here");
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(Config(root)).status().message(),
+            "dataset \"image_folder\": class folder " + (root / "eel").string() +
+                " holds no .jpg, .jpeg or .png files; add images, delete the folder, or list "
+                "the classes to use in `classes`");
+  // Leaving it out with `classes` is the fix the message offers.
+  EXPECT_TRUE(testing::CreatePlugin<Dataset>(Config(root, R"(classes: "cat")")).ok());
+}
+
+TEST(ImageFolderTest, UnknownClassListsTheFolders) {
+  const fs::path root = MakeTree("unknown_class");
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(Config(root, R"(classes: "cat" classes: "dogs")"))
+                .status()
+                .message(),
+            "dataset \"image_folder\": classes: no folder \"dogs\" in " + root.string() +
+                "; folders found: bird, cat, dog. Did you mean \"dog\"?");
+}
+
+TEST(ImageFolderTest, BadClassesEntries) {
+  const fs::path root = MakeTree("bad_classes");
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(Config(root, R"(classes: "cat" classes: "cat")"))
+                .status()
+                .message(),
+            "options: classes: \"cat\" is listed twice");
+  EXPECT_EQ(testing::CreatePlugin<Dataset>(Config(root, R"(classes: "cat/a")")).status().message(),
+            "options: classes: \"cat/a\" is not a folder name; list subfolders of root by name");
+}
+
+TEST(ImageFolderTest, CorruptImageFailsAtGetNamingTheFile) {
+  const fs::path root = MakeTree("corrupt");
+  const std::string png = *EncodePng(Solid(16, 16, 1, 7));
+  WriteFile(root / "cat/zz_broken.png", png.substr(0, png.size() / 2));
+  WriteFile(root / "dog/empty.jpg", "");
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();  // scanning does not decode
+  ASSERT_EQ((*dataset)->size(), 8);
+  // cat/ holds z.png then zz_broken.png, before cat/a...; dog/ d.PNG, empty.jpg.
+  EXPECT_EQ((*dataset)->Get(2).status().message(),
+            (root / "cat/zz_broken.png").string() +
+                ": truncated or corrupt PNG (libpng: unexpected end of file)");
+  EXPECT_EQ((*dataset)->Get(7).status().message(),
+            (root / "dog/empty.jpg").string() +
+                ": empty file (0 bytes); expected a JPEG or PNG image");
+  EXPECT_TRUE((*dataset)->Get(1).ok());
+}
+
+TEST(ImageFolderTest, DeletedFileFailsAtGet) {
+  const fs::path root = MakeTree("deleted");
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  fs::remove(root / "bird/b.jpg");
+  EXPECT_EQ(std::string((*dataset)->Get(0).status().message()),
+            (root / "bird/b.jpg").string() + ": cannot open: No such file or directory");
+}
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,268 @@
+#include "plugins/transforms/image_ops/image_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace pipeline {
+namespace image_ops {
+namespace {
+
+template <typename T>
+const std::vector<T>& ConstPixels(const Image& image) {
+  return Pixels<T>(const_cast<Image&>(image));
+}
+
+// A height x width x channels image of element type T, all zero.
+template <typename T>
+Image Blank(int height, int width, int channels) {
+  Image out;
+  out.height = height;
+  out.width = width;
+  out.channels = channels;
+  Pixels<T>(out).assign(static_cast<size_t>(height) * width * channels, T(0));
+  return out;
+}
+
+// Interpolated values are computed in float; Store turns them into T.
+template <typename T>
+T Store(float value);
+
+template <>
+inline float Store<float>(float value) {
+  return value;
+}
+
+template <>
+inline uint8_t Store<uint8_t>(float value) {
+  value = std::min(std::max(value, 0.0f), 255.0f);
+  // Adding and subtracting 1.5 * 2^23 rounds to an integer half to even (the
+  // FPU's default mode), like torch.round, in two adds that vectorize, where
+  // std::nearbyint is a library call.
+  constexpr float kRound = 12582912.0f;
+  return static_cast<uint8_t>(static_cast<int>((value + kRound) - kRound));
+}
+
+// ATen's compute_source_index_and_lambda (UpSample.h), in float as ATen does
+// for float tensors, so results match interpolate() to float rounding.
+void LinearSource(int in_size, int out_size, int dst, int* i0, int* i1, float* w0, float* w1) {
+  if (in_size == out_size) {
+    *i0 = *i1 = dst;
+    *w0 = 1.0f;
+    *w1 = 0.0f;
+    return;
+  }
+  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
+  float real = scale * (static_cast<float>(dst) + 0.5f) - 0.5f;
+  if (real < 0.0f) real = 0.0f;
+  const int index = static_cast<int>(real);
+  *i0 = index;
+  *i1 = index + (index < in_size - 1 ? 1 : 0);
+  *w1 = std::min(std::max(real - static_cast<float>(index), 0.0f), 1.0f);
+  *w0 = 1.0f - *w1;
+}
+
+// ATen's nearest_idx (UpSample.h).
+int NearestSource(int in_size, int out_size, int dst) {
+  if (out_size == in_size) return dst;
+  if (out_size == 2 * in_size) return dst >> 1;
+  const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
+  return std::min(static_cast<int>(std::floor(static_cast<float>(dst) * scale)), in_size - 1);
+}
+
+// Bilinear in two passes: each needed source row is interpolated along x into
+// a float row (kept for the next output row, which usually needs it again),
+// then two such rows are blended. The x tables are per element (pixel and
+// channel), so both inner loops run flat over out_width * channels values.
+template <typename T>
+void ResizeBilinear(const Image& image, const Region& region, Image& out) {
+  const int channels = image.channels;
+  const size_t src_stride = static_cast<size_t>(image.width) * channels;
+  const int row_len = out.width * channels;
+  std::vector<int> x0(row_len), x1(row_len);
+  std::vector<float> wx0(row_len), wx1(row_len);
+  for (int ox = 0; ox < out.width; ++ox) {
+    int i0, i1;
+    float w0, w1;
+    LinearSource(region.width, out.width, ox, &i0, &i1, &w0, &w1);
+    for (int c = 0; c < channels; ++c) {
+      const int k = ox * channels + c;
+      x0[k] = (region.left + i0) * channels + c;
+      x1[k] = (region.left + i1) * channels + c;
+      wx0[k] = w0;
+      wx1[k] = w1;
+    }
+  }
+
+  const T* src = ConstPixels<T>(image).data();
+  std::vector<float> rows[2] = {std::vector<float>(row_len), std::vector<float>(row_len)};
+  int cached[2] = {-1, -1};
+  // The x-interpolated source row `sy` (region coordinates), computed into a
+  // slot that does not hold row `keep`.
+  auto row = [&](int sy, int keep) -> const float* {
+    for (int s = 0; s < 2; ++s) {
+      if (cached[s] == sy) return rows[s].data();
+    }
+    const int s = cached[0] == keep ? 1 : 0;
+    const T* in = src + static_cast<size_t>(region.top + sy) * src_stride;
+    float* dst = rows[s].data();
+    for (int k = 0; k < row_len; ++k) {
+      dst[k] = wx0[k] * static_cast<float>(in[x0[k]]) + wx1[k] * static_cast<float>(in[x1[k]]);
+    }
+    cached[s] = sy;
+    return dst;
+  };
+
+  T* dst = Pixels<T>(out).data();
+  for (int oy = 0; oy < out.height; ++oy) {
+    int y0, y1;
+    float wy0, wy1;
+    LinearSource(region.height, out.height, oy, &y0, &y1, &wy0, &wy1);
+    const float* top = row(y0, y1);
+    const float* bottom = row(y1, y0);
+    T* out_row = dst + static_cast<size_t>(oy) * row_len;
+    for (int k = 0; k < row_len; ++k) out_row[k] = Store<T>(wy0 * top[k] + wy1 * bottom[k]);
+  }
+}
+
+template <typename T>
+void ResizeNearest(const Image& image, const Region& region, Image& out) {
+  const int channels = image.channels;
+  const size_t src_stride = static_cast<size_t>(image.width) * channels;
+  const int row_len = out.width * channels;
+  std::vector<int> xs(row_len);
+  for (int ox = 0; ox < out.width; ++ox) {
+    const int sx = region.left + NearestSource(region.width, out.width, ox);
+    for (int c = 0; c < channels; ++c) xs[ox * channels + c] = sx * channels + c;
+  }
+  const T* src = ConstPixels<T>(image).data();
+  T* dst = Pixels<T>(out).data();
+  for (int oy = 0; oy < out.height; ++oy) {
+    const int sy = region.top + NearestSource(region.height, out.height, oy);
+    const T* in = src + static_cast<size_t>(sy) * src_stride;
+    T* out_row = dst + static_cast<size_t>(oy) * row_len;
+    for (int k = 0; k < row_len; ++k) out_row[k] = in[xs[k]];
+  }
+}
+
+template <typename T>
+Image ResizeRegionT(const Image& image, const Region& region, int out_height, int out_width,
+                    Interpolation interpolation) {
+  Image out = Blank<T>(out_height, out_width, image.channels);
+  if (interpolation == Interpolation::kNearest) {
+    ResizeNearest<T>(image, region, out);
+  } else {
+    ResizeBilinear<T>(image, region, out);
+  }
+  return out;
+}
+
+template <typename T>
+Image CropT(const Image& image, const Region& region) {
+  Image out = Blank<T>(region.height, region.width, image.channels);
+  const int channels = image.channels;
+  // The part of the region inside the image, in region coordinates.
+  const int y_begin = std::max(0, -region.top);
+  const int y_end = std::min(region.height, image.height - region.top);
+  const int x_begin = std::max(0, -region.left);
+  const int x_end = std::min(region.width, image.width - region.left);
+  if (y_begin >= y_end || x_begin >= x_end) return out;
+  const T* src = ConstPixels<T>(image).data();
+  T* dst = Pixels<T>(out).data();
+  const size_t count = static_cast<size_t>(x_end - x_begin) * channels;
+  for (int y = y_begin; y < y_end; ++y) {
+    const T* in = src + (static_cast<size_t>(region.top + y) * image.width + region.left + x_begin) *
+                            channels;
+    std::copy(in, in + count,
+              dst + (static_cast<size_t>(y) * region.width + x_begin) * channels);
+  }
+  return out;
+}
+
+template <typename T>
+void FlipHorizontalT(Image& image) {
+  const int channels = image.channels;
+  const size_t stride = static_cast<size_t>(image.width) * channels;
+  T* data = Pixels<T>(image).data();
+  for (int y = 0; y < image.height; ++y) {
+    T* row = data + y * stride;
+    for (int left = 0, right = image.width - 1; left < right; ++left, --right) {
+      std::swap_ranges(row + left * channels, row + (left + 1) * channels, row + right * channels);
+    }
+  }
+}
+
+std::string RegionString(const Region& region) {
+  return absl::StrCat(region.height, "x", region.width, " at (top ", region.top, ", left ",
+                      region.left, ")");
+}
+
+}  // namespace
+
+absl::Status CheckImage(const Image& image, absl::string_view transform) {
+  if (image.height <= 0 || image.width <= 0 || image.channels <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(transform, ": the image is empty (", image.ShapeString(), ")"));
+  }
+  if (!image.u8.empty() && !image.f32.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        transform, ": the image holds both u8 and f32 pixels (", image.ShapeString(), ")"));
+  }
+  const size_t expected = image.pixel_count() * image.channels;
+  const size_t held = image.is_float() ? image.f32.size() : image.u8.size();
+  if (held != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(transform, ": a ", image.ShapeString(),
+                                                   " image needs ", expected,
+                                                   " values but holds ", held));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Image> ResizeRegion(const Image& image, const Region& region, int out_height,
+                                   int out_width, Interpolation interpolation) {
+  if (auto status = CheckImage(image, "resize"); !status.ok()) return status;
+  if (region.height <= 0 || region.width <= 0 || region.top < 0 || region.left < 0 ||
+      region.top + region.height > image.height || region.left + region.width > image.width) {
+    return absl::InvalidArgumentError(absl::StrCat("resize: the region ", RegionString(region),
+                                                   " is not inside the ", image.ShapeString(),
+                                                   " image"));
+  }
+  if (out_height <= 0 || out_width <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("resize: the output size ", out_height, "x", out_width, " is empty"));
+  }
+  return image.is_float()
+             ? ResizeRegionT<float>(image, region, out_height, out_width, interpolation)
+             : ResizeRegionT<uint8_t>(image, region, out_height, out_width, interpolation);
+}
+
+absl::StatusOr<Image> Resize(const Image& image, int out_height, int out_width,
+                             Interpolation interpolation) {
+  return ResizeRegion(image, Region{0, 0, image.height, image.width}, out_height, out_width,
+                      interpolation);
+}
+
+absl::StatusOr<Image> Crop(const Image& image, const Region& region) {
+  if (auto status = CheckImage(image, "crop"); !status.ok()) return status;
+  if (region.height <= 0 || region.width <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("crop: the region ", RegionString(region), " is empty"));
+  }
+  return image.is_float() ? CropT<float>(image, region) : CropT<uint8_t>(image, region);
+}
+
+void FlipHorizontal(Image& image) {
+  if (image.is_float()) {
+    FlipHorizontalT<float>(image);
+  } else {
+    FlipHorizontalT<uint8_t>(image);
+  }
+}
+
+int RoundHalfEven(double value) { return static_cast<int>(std::nearbyint(value)); }
+
+}  // namespace image_ops
+}  // namespace pipeline

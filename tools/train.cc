@@ -1,0 +1,145 @@
+// train: runs one training job from a textproto config.
+//
+//   bazel run //tools:train -- --config=configs/single.textproto
+//   bazel run //tools:train -- --config=single --set=trainer.epochs=1 --dry_run
+//   bazel run //tools:train -- --list_plugins
+//
+// Exit status: 0 done, 2 the config or the data is wrong (the message says
+// what to fix), 1 training failed.
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gflags/gflags.h"
+#include "google/protobuf/text_format.h"
+#include "pipeline/config/config_loader.h"
+#include "pipeline/registry/registry.h"
+#include "pipeline/trainer/resolve.h"
+#include "pipeline/trainer/trainer.h"
+
+DEFINE_string(config, "",
+              "The run's config: a path, or a bare name looked up in configs/ "
+              "(e.g. --config=single)");
+DEFINE_bool(dry_run, false,
+            "Validate the config, print it resolved, build every plugin and check the data; "
+            "train nothing");
+DEFINE_bool(print_config, false, "Print the resolved config (every default filled in) and exit");
+DEFINE_bool(list_plugins, false, "List every registered plugin with its options and exit");
+
+namespace pipeline {
+namespace {
+
+constexpr char kUsage[] =
+    "Trains an image classifier as a config file says.\n"
+    "  train --config=<file> [--set=field.path=value ...] [--dry_run] [--print_config]\n"
+    "  train --list_plugins\n"
+    "--set may be repeated; e.g. --set=trainer.epochs=3 --set=model.options.depth=34";
+
+// --set may be given many times, which gflags does not support for one flag:
+// take them out of argv before gflags sees it.
+std::vector<std::string> TakeSetFlags(int& argc, char** argv) {
+  std::vector<std::string> sets;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (absl::StartsWith(arg, "--set=") || absl::StartsWith(arg, "-set=")) {
+      sets.push_back(arg.substr(arg.find('=') + 1));
+    } else if ((arg == "--set" || arg == "-set") && i + 1 < argc) {
+      sets.push_back(argv[++i]);
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argc = out;
+  return sets;
+}
+
+void ListPlugins() {
+  std::string kind;
+  for (const PluginInfo& info : RegistryIndex::Global().ListAll()) {
+    if (info.kind != kind) {
+      kind = info.kind;
+      std::cout << kind << "s:\n";
+    }
+    std::cout << "  " << info.name << " — " << info.description << "\n"
+              << "    options: [type.googleapis.com/" << info.options_type << "]\n"
+              << info.default_options;
+  }
+}
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+int Fail(int code, const absl::Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  return code;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> sets = TakeSetFlags(argc, argv);
+  gflags::SetUsageMessage(kUsage);
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_list_plugins) {
+    ListPlugins();
+    return 0;
+  }
+  if (argc > 1) {
+    return Fail(2, absl::InvalidArgumentError(
+                       absl::StrCat("unexpected argument \"", argv[1], "\"; see --help")));
+  }
+  // `bazel run` starts the binary in its runfiles; the user's relative paths
+  // (config, data, output_dir) mean the folder bazel was called from.
+  const std::string working_dir = EnvOr("BUILD_WORKING_DIRECTORY", "");
+  if (!working_dir.empty() && ::chdir(working_dir.c_str()) != 0) {
+    return Fail(1, absl::InternalError("cannot enter " + working_dir));
+  }
+  const std::string workspace_dir = EnvOr("BUILD_WORKSPACE_DIRECTORY", "");
+  auto path = ResolveConfigPath(FLAGS_config, ".", workspace_dir);
+  if (!path.ok()) return Fail(2, path.status());
+  auto config = LoadConfigFile(*path);
+  if (!config.ok()) return Fail(2, config.status());
+  for (const std::string& set : sets) {
+    if (absl::Status status = ApplyOverride(set, DefaultOptionsOf, &*config); !status.ok()) {
+      return Fail(2, status);
+    }
+  }
+  auto resolved = ResolveConfig(*config);
+  if (!resolved.ok()) {
+    return Fail(2, absl::InvalidArgumentError(
+                       absl::StrCat(*path, " is not a valid config:\n", resolved.status().message())));
+  }
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(*resolved, &text);
+  if (FLAGS_print_config) {
+    std::cout << text;
+    return 0;
+  }
+  std::cerr << "config " << *path << ", resolved:\n" << text << "\n";
+  RunOptions options;
+  options.dry_run = FLAGS_dry_run;
+  options.log = &std::cerr;
+  options.events = &std::cout;
+  auto summary = Train(*resolved, options);
+  if (!summary.ok()) {
+    const bool input_error = summary.status().code() == absl::StatusCode::kInvalidArgument ||
+                             summary.status().code() == absl::StatusCode::kNotFound ||
+                             summary.status().code() == absl::StatusCode::kFailedPrecondition ||
+                             summary.status().code() == absl::StatusCode::kDataLoss;
+    return Fail(input_error ? 2 : 1, summary.status());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace pipeline
+
+int main(int argc, char** argv) { return pipeline::Main(argc, argv); }
