@@ -68,14 +68,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Fashion-MNIST's labels 0..9; the folder names match the fashion_mnist
-// dataset's class names, so both datasets report the same classes.
-const std::vector<std::string>& ClassNames() {
-  static const auto* names = new std::vector<std::string>{
-      "T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
-      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle_boot"};
-  return *names;
-}
 
 constexpr int kMaxSize = 1024;
 
@@ -131,7 +123,9 @@ absl::StatusOr<Settings> ParseSettings() {
   settings.rgb = FLAGS_rgb;
   settings.overwrite = FLAGS_overwrite;
 
-  const std::vector<std::string>& names = ClassNames();
+  // The folder names are the fashion_mnist dataset's class names, so both
+  // datasets report the same classes.
+  const std::vector<std::string>& names = FashionMnistClassNames();
   std::vector<std::string> wanted =
       absl::StrSplit(FLAGS_classes, ',', absl::SkipWhitespace());
   settings.keep_class.assign(names.size(), wanted.empty());
@@ -293,7 +287,7 @@ absl::StatusOr<int64_t> WriteSplit(const Settings& settings, const SplitFiles& f
   }
 
   const fs::path split_folder = settings.output / files.split;
-  const std::vector<std::string>& names = ClassNames();
+  const std::vector<std::string>& names = FashionMnistClassNames();
   for (size_t label = 0; label < names.size(); ++label) {
     if (!settings.keep_class[label]) continue;
     std::error_code error;

@@ -18,7 +18,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
-#include "google/protobuf/text_format.h"
 #include "pipeline/config/config_loader.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/resolve.h"
@@ -117,8 +116,7 @@ int Main(int argc, char** argv) {
     return Fail(2, absl::InvalidArgumentError(
                        absl::StrCat(*path, " is not a valid config:\n", resolved.status().message())));
   }
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(*resolved, &text);
+  const std::string text = ConfigToText(*resolved);
   if (FLAGS_print_config) {
     std::cout << text;
     return 0;

@@ -267,6 +267,14 @@ absl::Status ApplyPath(Message* message, const std::vector<std::string>& parts, 
 
 }  // namespace
 
+std::string ConfigToText(const Message& message) {
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetExpandAny(true);
+  std::string text;
+  printer.PrintToString(message, &text);
+  return text;
+}
+
 absl::Status ParseTextProto(const std::string& text, const std::string& name,
                             Message* message) {
   CollectErrors errors(name);

@@ -18,6 +18,11 @@ namespace pipeline {
 absl::Status ParseTextProto(const std::string& text, const std::string& name,
                             google::protobuf::Message* message);
 
+// `message` as textproto, plugin options expanded
+// (`[type.googleapis.com/pipeline.ResNetOptions] { depth: 18 }`), the way
+// configs are written.
+std::string ConfigToText(const google::protobuf::Message& message);
+
 // Reads `path` and every config it imports (depth first, cycles are errors),
 // merging them so that fields set in a file override those of its imports.
 absl::StatusOr<PipelineConfig> LoadConfigFile(const std::string& path);

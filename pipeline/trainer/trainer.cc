@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/text_format.h"
+#include "pipeline/config/config_loader.h"
 #include "pipeline/data/loader.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/interfaces/model.h"
@@ -264,8 +264,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     return TrainSummary{};
   }
 
-  std::string resolved_text;
-  google::protobuf::TextFormat::PrintToString(config, &resolved_text);
+  const std::string resolved_text = ConfigToText(config);
   const std::filesystem::path output_dir(config.output_dir());
   std::ofstream metrics;
   if (primary) {

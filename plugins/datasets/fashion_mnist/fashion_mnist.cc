@@ -24,13 +24,6 @@
 namespace pipeline {
 namespace {
 
-const std::vector<std::string>& FashionMnistClassNames() {
-  static const auto* names = new std::vector<std::string>{
-      "T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
-      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle_boot"};
-  return *names;
-}
-
 // "<root>/<stem>.gz" if present, else "<root>/<stem>".
 absl::StatusOr<std::string> FindIdxFile(const std::string& root, const std::string& stem) {
   std::error_code error;

@@ -38,6 +38,13 @@ absl::Status CheckHeader(const std::string& bytes, const std::string& path, uint
 
 }  // namespace
 
+const std::vector<std::string>& FashionMnistClassNames() {
+  static const auto* names = new std::vector<std::string>{
+      "T-shirt_top", "Trouser", "Pullover", "Dress", "Coat",
+      "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle_boot"};
+  return *names;
+}
+
 absl::StatusOr<std::string> ReadMaybeGzippedFile(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) {

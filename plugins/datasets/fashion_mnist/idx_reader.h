@@ -32,6 +32,9 @@ absl::StatusOr<IdxImages> ParseIdxImages(const std::string& bytes, const std::st
 absl::StatusOr<std::vector<uint8_t>> ParseIdxLabels(const std::string& bytes,
                                                     const std::string& path);
 
+// Fashion-MNIST's class names, by label (file-name safe: "T-shirt_top").
+const std::vector<std::string>& FashionMnistClassNames();
+
 // The whole file, gunzipped when it starts with the gzip magic.
 absl::StatusOr<std::string> ReadMaybeGzippedFile(const std::string& path);
 

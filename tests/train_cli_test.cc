@@ -1,0 +1,216 @@
+// Runs the train binary as a user would and checks that each kind of bad
+// input ends with one clear error line, exit status 2, and no crash.
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "plugins/datasets/image_folder/image_codec.h"
+
+namespace pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+Result RunTrain(const std::string& arguments) {
+  const std::string command = "tools/train " + arguments + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  Result result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string Dir(const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  fs::create_directories(path);
+  return path;
+}
+
+std::string WriteConfig(const std::string& name, const std::string& text) {
+  const std::string path = Dir("configs") + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+void WritePng(const std::string& path, uint8_t value) {
+  Image image;
+  image.height = image.width = 8;
+  image.channels = 1;
+  image.u8.assign(64, value);
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << EncodePng(image).value();
+}
+
+std::string ImageFolderConfig(const std::string& train_root, const std::string& validation_root) {
+  return absl::StrCat(R"pb(
+    model { name: "resnet" }
+    train_data {
+      dataset {
+        name: "image_folder"
+        options { [type.googleapis.com/pipeline.ImageFolderOptions] { root: ")pb",
+                      train_root, R"pb(" } }
+      }
+    }
+    validation_data {
+      dataset {
+        name: "image_folder"
+        options { [type.googleapis.com/pipeline.ImageFolderOptions] { root: ")pb",
+                      validation_root, R"pb(" } }
+      }
+    }
+    trainer { batch_size: 2 epochs: 1 }
+  )pb");
+}
+
+// Exactly one "error: " line, no stack trace.
+void ExpectOneCleanError(const Result& result, const std::string& expected) {
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("error: " + expected)) << result.output;
+  EXPECT_THAT(result.output, Not(HasSubstr("Exception raised from"))) << result.output;
+  EXPECT_THAT(result.output, Not(HasSubstr("terminate called"))) << result.output;
+}
+
+TEST(TrainCliTest, DryRunOfTheDefaultConfigSucceeds) {
+  Result result = RunTrain("--config=configs/single.textproto --dry_run");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("train: 60000 samples, 10 classes, sample 28x28x1"));
+  EXPECT_THAT(result.output, HasSubstr("dry run: the config is valid and every plugin was built"));
+}
+
+TEST(TrainCliTest, ListPluginsShowsEveryKindWithOptions) {
+  Result result = RunTrain("--list_plugins");
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* expected :
+       {"models:", "  resnet — ", "[type.googleapis.com/pipeline.ResNetOptions]", "    depth: 18",
+        "datasets:", "  image_folder — ", "samplers:", "  random — ", "transforms:",
+        "  random_resized_crop — ", "strategys:", "  single — ", "optimizers:", "  adamw — ",
+        "schedules:", "  cosine — "}) {
+    EXPECT_THAT(result.output, HasSubstr(expected));
+  }
+}
+
+TEST(TrainCliTest, PrintConfigAppliesSetOverridesInsidePluginOptions) {
+  Result result = RunTrain(
+      "--config=configs/single.textproto --print_config --set=model.options.depth=34 "
+      "--set trainer.epochs=7");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("depth: 34"));
+  EXPECT_THAT(result.output, HasSubstr("epochs: 7"));
+}
+
+TEST(TrainCliTest, MalformedTextprotoNamesFileLineAndColumn) {
+  const std::string path = WriteConfig("malformed.textproto", "trainer {\n  epochs: 3\n");
+  ExpectOneCleanError(RunTrain("--config=" + path), path + ":3:1: Expected identifier, got: ");
+}
+
+TEST(TrainCliTest, UnknownFieldIsNamedWithItsPosition) {
+  const std::string path = WriteConfig("unknown_field.textproto", "trainer { epoks: 3 }\n");
+  ExpectOneCleanError(RunTrain("--config=" + path),
+                      path + ":1:16: Message type \"pipeline.TrainerConfig\" has no field named "
+                             "\"epoks\".");
+}
+
+TEST(TrainCliTest, UnknownPluginListsChoicesAndClosestMatch) {
+  const std::string path = WriteConfig(
+      "unknown_plugin.textproto",
+      "model { name: \"resnt\" } train_data { dataset { name: \"fashion_mnist\" } }\n");
+  Result result = RunTrain("--config=" + path);
+  ExpectOneCleanError(result, path + " is not a valid config:\nmodel.name: \"resnt\" is not a "
+                                     "registered model; registered: resnet. Did you mean "
+                                     "\"resnet\"?");
+}
+
+TEST(TrainCliTest, NonNumericSetValue) {
+  ExpectOneCleanError(RunTrain("--config=configs/single.textproto --set=trainer.epochs=many"),
+                      "--set trainer.epochs=many: \"many\" is not a value of type int32 for "
+                      "trainer.epochs");
+}
+
+TEST(TrainCliTest, MissingDataFolder) {
+  const std::string path = WriteConfig(
+      "missing_folder.textproto", ImageFolderConfig("/no/such/data/train", "/no/such/val"));
+  Result result = RunTrain("--config=" + path + " --dry_run");
+  ExpectOneCleanError(result, "train_data.dataset: dataset \"image_folder\": root: folder "
+                              "/no/such/data/train does not exist");
+}
+
+TEST(TrainCliTest, EmptyClassFolder) {
+  const std::string root = Dir("empty_class");
+  WritePng(root + "/train/cat/0.png", 10);
+  fs::create_directories(root + "/train/dog");
+  Result result = RunTrain(
+      "--config=" + WriteConfig("empty_class.textproto",
+                                ImageFolderConfig(root + "/train", root + "/train")) +
+      " --dry_run");
+  ExpectOneCleanError(result, "train_data.dataset: dataset \"image_folder\": ");
+  EXPECT_THAT(result.output, HasSubstr("dog"));
+}
+
+TEST(TrainCliTest, ClassInValidationButNotInTrain) {
+  const std::string root = Dir("extra_class");
+  WritePng(root + "/train/cat/0.png", 10);
+  WritePng(root + "/train/dog/0.png", 200);
+  WritePng(root + "/validation/cat/0.png", 10);
+  WritePng(root + "/validation/bird/0.png", 100);
+  Result result = RunTrain(
+      "--config=" + WriteConfig("extra_class.textproto",
+                                ImageFolderConfig(root + "/train", root + "/validation")) +
+      " --dry_run");
+  ExpectOneCleanError(result, "validation_data.dataset: class \"bird\" is in the validation data "
+                              "but not in the training data (training classes: cat, dog)");
+}
+
+TEST(TrainCliTest, CorruptImageIsNamedWhenTrainingReachesIt) {
+  const std::string root = Dir("corrupt");
+  WritePng(root + "/train/cat/0.png", 10);
+  WritePng(root + "/train/dog/0.png", 200);
+  // A PNG cut in half.
+  std::ifstream good(root + "/train/dog/0.png", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(good)), std::istreambuf_iterator<char>());
+  std::ofstream(root + "/train/dog/1.png", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  Result result = RunTrain(
+      "--config=" + WriteConfig("corrupt.textproto",
+                                ImageFolderConfig(root + "/train", root + "/train")) +
+      " --set=output_dir=" + Dir("corrupt_out") + " --set=trainer.batch_size=3");
+  ExpectOneCleanError(result, "sample ");
+  EXPECT_THAT(result.output, HasSubstr(root + "/train/dog/1.png"));
+}
+
+TEST(TrainCliTest, UnreadableIdxFile) {
+  const std::string root = Dir("bad_idx");
+  std::ofstream(root + "/train-images-idx3-ubyte.gz") << "not gzip, not idx";
+  std::ofstream(root + "/train-labels-idx1-ubyte.gz") << "not gzip, not idx";
+  const std::string path = WriteConfig(
+      "bad_idx.textproto",
+      absl::StrCat("model { name: \"resnet\" } train_data { dataset { name: \"fashion_mnist\" "
+                   "options { [type.googleapis.com/pipeline.FashionMnistOptions] { root: \"",
+                   root, "\" } } } }\n"));
+  ExpectOneCleanError(RunTrain("--config=" + path + " --dry_run"),
+                      "train_data.dataset: dataset \"fashion_mnist\": " + root +
+                          "/train-images-idx3-ubyte.gz: not an idx images file");
+}
+
+TEST(TrainCliTest, MissingConfigListsTheConfigsFolder) {
+  Result result = RunTrain("--config=/no/such/config.textproto");
+  ExpectOneCleanError(result, "--config=/no/such/config.textproto: no such file");
+}
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,142 @@
+// Trains ResNet18 for a few dozen steps on real Fashion-MNIST images, through
+// the same config path a user takes, and checks it learns.
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/config/config_loader.h"
+#include "pipeline/trainer/resolve.h"
+#include "pipeline/trainer/trainer.h"
+
+namespace pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kConfig[] = R"pb(
+  model {
+    name: "resnet"
+    options { [type.googleapis.com/pipeline.ResNetOptions] { depth: 18 } }
+  }
+  train_data {
+    dataset {
+      name: "fashion_mnist"
+      options { [type.googleapis.com/pipeline.FashionMnistOptions] { split: TRAIN limit: 2048 } }
+    }
+    transforms { name: "random_horizontal_flip" }
+    transforms { name: "to_float" }
+    transforms {
+      name: "normalize"
+      options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: 0.286 std: 0.353 } }
+    }
+  }
+  validation_data {
+    dataset {
+      name: "fashion_mnist"
+      options { [type.googleapis.com/pipeline.FashionMnistOptions] { split: TEST limit: 500 } }
+    }
+    transforms { name: "to_float" }
+    transforms {
+      name: "normalize"
+      options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: 0.286 std: 0.353 } }
+    }
+    batch_size: 250
+  }
+  optimizer {
+    name: "adam"
+    options { [type.googleapis.com/pipeline.AdamOptions] { lr: 0.002 } }
+  }
+  learning_rate { warmup_steps: 5 }
+  trainer { epochs: 1 batch_size: 32 max_steps: 48 seed: 3 log_interval: 8 }
+)pb";
+
+std::vector<double> LossesFromLog(const std::string& log) {
+  std::vector<double> losses;
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t at = line.find(" loss ");
+    if (line.find(" step ") != std::string::npos && at != std::string::npos) {
+      losses.push_back(std::stod(line.substr(at + 6)));
+    }
+  }
+  return losses;
+}
+
+TEST(TrainEndToEndTest, ResNet18LearnsFashionMnist) {
+  PipelineConfig config;
+  ASSERT_TRUE(ParseTextProto(kConfig, "test", &config).ok());
+  const std::string output_dir = ::testing::TempDir() + "/e2e_run";
+  config.set_output_dir(output_dir);
+  auto resolved = ResolveConfig(config);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+
+  std::ostringstream log, events;
+  auto summary = Train(*resolved, {.dry_run = false, .log = &log, .events = &events});
+  ASSERT_TRUE(summary.ok()) << summary.status() << "\n" << log.str();
+
+  EXPECT_EQ(summary->steps, 48);
+  // Losses of the windows of 8 steps: the last is well below the first
+  // (ln 10 = 2.30 at chance).
+  const std::vector<double> losses = LossesFromLog(log.str());
+  ASSERT_EQ(losses.size(), 6u) << log.str();
+  EXPECT_LT(losses.back(), 0.75 * losses.front()) << log.str();
+  // Ten classes: chance is 10%.
+  EXPECT_GT(summary->val_accuracy, 0.5) << log.str();
+  EXPECT_GT(summary->images_per_sec, 0);
+
+  EXPECT_THAT(events.str(), HasSubstr("{\"event\":\"summary\",\"images_per_sec\":"));
+  EXPECT_TRUE(std::filesystem::exists(output_dir + "/checkpoint_epoch_1.pt"));
+  EXPECT_FALSE(std::filesystem::exists(output_dir + "/checkpoint_epoch_1.pt.tmp"));
+  EXPECT_TRUE(std::filesystem::exists(output_dir + "/config.textproto"));
+  std::ifstream metrics(output_dir + "/metrics.jsonl");
+  std::string first_line;
+  std::getline(metrics, first_line);
+  EXPECT_THAT(first_line, HasSubstr("\"event\":\"epoch\",\"epoch\":1,\"step\":48"));
+}
+
+TEST(TrainEndToEndTest, DryRunBuildsEverythingAndTrainsNothing) {
+  PipelineConfig config;
+  ASSERT_TRUE(ParseTextProto(kConfig, "test", &config).ok());
+  config.set_output_dir(::testing::TempDir() + "/dry_run");
+  auto resolved = ResolveConfig(config);
+  ASSERT_TRUE(resolved.ok());
+  std::ostringstream log;
+  auto summary = Train(*resolved, {.dry_run = true, .log = &log});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->steps, 0);
+  EXPECT_THAT(log.str(), HasSubstr("model resnet, 11175370 parameters"));
+  EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "/dry_run"));
+}
+
+TEST(TrainEndToEndTest, ResolveReportsEveryProblemAtOnce) {
+  PipelineConfig config;
+  ASSERT_TRUE(ParseTextProto(R"pb(
+                               model { name: "resnt" }
+                               train_data {
+                                 dataset { name: "fashion_mnist" }
+                                 transforms { name: "normalize" }
+                               }
+                               optimizer { name: "sgd" options { [type.googleapis.com/pipeline.AdamOptions] {} } }
+                               trainer { epochs: 0 }
+                             )pb",
+                             "test", &config)
+                  .ok());
+  auto resolved = ResolveConfig(config);
+  ASSERT_FALSE(resolved.ok());
+  const std::string message(resolved.status().message());
+  EXPECT_THAT(message, HasSubstr("trainer.epochs: 0; must be at least 1"));
+  EXPECT_THAT(message, HasSubstr("model.name: \"resnt\" is not a registered model; registered: "
+                                 "resnet. Did you mean \"resnet\"?"));
+  EXPECT_THAT(message, HasSubstr("train_data.transforms[0].options: normalize: set mean and std"));
+  EXPECT_THAT(message, HasSubstr("optimizer.options: optimizer \"sgd\" takes options of type "
+                                 "pipeline.SgdOptions but the config gives pipeline.AdamOptions"));
+}
+
+}  // namespace
+}  // namespace pipeline
