@@ -16,12 +16,14 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "google/protobuf/descriptor.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "pipeline/config/config_loader.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/resolve.h"
 #include "pipeline/trainer/trainer.h"
+#include "tools/launcher.h"
 
 DEFINE_string(config, "",
               "The run's config: a path, or a bare name looked up in configs/ "
@@ -31,6 +33,16 @@ DEFINE_bool(dry_run, false,
             "train nothing");
 DEFINE_bool(print_config, false, "Print the resolved config (every default filled in) and exit");
 DEFINE_bool(list_plugins, false, "List every registered plugin with its options and exit");
+DEFINE_int32(nproc_per_node, 0,
+             "Multi-process strategies: worker processes to start on this machine "
+             "(0 = the strategy's nproc_per_node option)");
+DEFINE_int32(nnodes, 1, "Multi-process strategies: machines taking part");
+DEFINE_int32(node_rank, 0, "Multi-process strategies: this machine's index, 0..nnodes-1");
+DEFINE_string(master_addr, "127.0.0.1",
+              "Multi-process strategies: address of the machine with node_rank 0");
+DEFINE_int32(master_port, 0,
+             "Multi-process strategies: rendezvous port on master_addr (0 = a free port, "
+             "single machine only)");
 
 namespace pipeline {
 namespace {
@@ -83,7 +95,33 @@ int Fail(int code, const absl::Status& status) {
   return code;
 }
 
+// The nproc_per_node option of the configured strategy, or 0 for strategies
+// that run in one process. A strategy that runs one process per replica says
+// so by having this option; the launcher needs nothing else from it.
+int ProcessesPerNode(const PipelineConfig& config) {
+  const google::protobuf::Message* prototype =
+      DefaultOptionsOf("strategy", config.strategy().name());
+  if (prototype == nullptr) return 0;
+  std::unique_ptr<google::protobuf::Message> options(prototype->New());
+  config.strategy().options().UnpackTo(options.get());
+  const auto* field = options->GetDescriptor()->FindFieldByName("nproc_per_node");
+  if (field == nullptr || field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT32) {
+    return 0;
+  }
+  return options->GetReflection()->GetInt32(*options, field);
+}
+
+// Whether a launcher (this one, torchrun, srun, mpirun) already made this
+// process one rank of a group.
+bool IsWorker() {
+  for (const char* name : {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}) {
+    if (!EnvOr(name, "").empty()) return true;
+  }
+  return false;
+}
+
 int Main(int argc, char** argv) {
+  const std::vector<std::string> original_arguments(argv, argv + argc);
   std::vector<std::string> sets = TakeSetFlags(argc, argv);
   gflags::SetUsageMessage(kUsage);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
@@ -121,7 +159,24 @@ int Main(int argc, char** argv) {
     std::cout << text;
     return 0;
   }
-  std::cerr << "config " << *path << ", resolved:\n" << text << "\n";
+  const int processes = FLAGS_nproc_per_node > 0 ? FLAGS_nproc_per_node : ProcessesPerNode(*resolved);
+  if (processes > 0 && !IsWorker() && !FLAGS_dry_run) {
+    LaunchOptions launch;
+    launch.nproc_per_node = processes;
+    launch.nnodes = FLAGS_nnodes;
+    launch.node_rank = FLAGS_node_rank;
+    launch.master_addr = FLAGS_master_addr;
+    launch.master_port = FLAGS_master_port;
+    launch.command = original_arguments;
+    launch.command[0] = "/proc/self/exe";
+    absl::Status launched = LaunchWorkers(launch);
+    if (!launched.ok()) {
+      return Fail(launched.code() == absl::StatusCode::kInvalidArgument ? 2 : 1, launched);
+    }
+    return 0;
+  }
+  const bool primary = EnvOr("RANK", "0") == "0";
+  if (primary) std::cerr << "config " << *path << ", resolved:\n" << text << "\n";
   RunOptions options;
   options.dry_run = FLAGS_dry_run;
   options.log = &std::cerr;

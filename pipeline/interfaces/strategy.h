@@ -1,7 +1,9 @@
 #ifndef PIPELINE_INTERFACES_STRATEGY_H_
 #define PIPELINE_INTERFACES_STRATEGY_H_
 
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,8 +52,17 @@ class Strategy {
   bool is_primary() const { return rank() == 0; }
 };
 
+// The environment variable `name`, or "" when it is not set.
+inline std::string GetEnvironmentVariable(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  return value == nullptr ? "" : value;
+}
+
 struct StrategyContext {
   uint64_t seed = 0;
+  // Where distributed strategies read RANK, WORLD_SIZE, MASTER_ADDR, ...;
+  // tests give each simulated process its own.
+  std::function<std::string(const std::string&)> environment = GetEnvironmentVariable;
 };
 
 template <>

@@ -1,5 +1,6 @@
 #include "pipeline/trainer/resolve.h"
 
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -145,7 +146,12 @@ absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
   FillDefaults(trainer);
   CheckTrainer(*trainer, errors);
   if (trainer->threads() == 0) {
-    trainer->set_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    // Processes started together on one machine share its cores
+    // (LOCAL_WORLD_SIZE is set by `train`'s launcher and by torchrun).
+    int local_processes = 1;
+    if (const char* local = std::getenv("LOCAL_WORLD_SIZE")) local_processes = std::atoi(local);
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    trainer->set_threads(std::max(1, cores / std::max(1, local_processes)));
   }
 
   if (!resolved.has_model()) {

@@ -78,8 +78,13 @@ absl::StatusOr<DataPipeline> BuildData(const std::string& path, const std::strin
     transforms.push_back(transform->get());
     data.transforms.push_back(std::move(*transform));
   }
+  // Training samplers shard the data themselves (`distributed`); validation
+  // samplers give the order of the whole set, which Evaluate splits between
+  // the ranks without padding, so every sample is counted exactly once.
+  const bool training = split == "train";
   auto sampler = Registry<Sampler>::Global().Create(
-      config.sampler(), {seed, strategy.rank(), strategy.world_size()});
+      config.sampler(),
+      {seed, training ? strategy.rank() : 0, training ? strategy.world_size() : 1});
   if (!sampler.ok()) return prefixed("sampler", sampler.status());
   data.sampler = std::move(*sampler);
   LoaderOptions loader_options;
@@ -126,7 +131,12 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, Strategy& strategy, DataPipeli
                                     int64_t epoch, int64_t max_batches) {
   model.eval();
   c10::InferenceMode inference;
-  data.loader->StartEpoch(epoch, data.sampler->EpochIndices(data.dataset->size(), epoch));
+  const std::vector<int64_t> order = data.sampler->EpochIndices(data.dataset->size(), epoch);
+  std::vector<int64_t> shard;
+  for (size_t i = strategy.rank(); i < order.size(); i += strategy.world_size()) {
+    shard.push_back(order[i]);
+  }
+  data.loader->StartEpoch(epoch, std::move(shard));
   double loss_sum = 0, correct = 0, count = 0;
   for (int64_t batch_index = 0; max_batches == 0 || batch_index < max_batches; ++batch_index) {
     ASSIGN_OR_RETURN(std::optional<Batch> batch, data.loader->Next());
@@ -197,7 +207,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   torch::manual_seed(trainer.seed());
 
   ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
-                   Registry<Strategy>::Global().Create(config.strategy(), {trainer.seed()}));
+                   Registry<Strategy>::Global().Create(config.strategy(), {.seed = trainer.seed()}));
   const bool primary = strategy->is_primary();
   std::ostream* log = primary ? options.log : nullptr;
   std::ostream* events = primary ? options.events : nullptr;
@@ -240,10 +250,25 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   std::vector<double> base_lr;
   for (auto& group : optimizer->param_groups()) base_lr.push_back(group.options().get_lr());
 
-  const int64_t steps_per_epoch = train.loader->BatchesPerEpoch(train.dataset->size());
+  // What this rank sees of an epoch (a shard, under a distributed sampler).
+  const int64_t samples_per_epoch =
+      static_cast<int64_t>(train.sampler->EpochIndices(train.dataset->size(), 0).size());
+  const int64_t steps_per_epoch = train.loader->BatchesPerEpoch(samples_per_epoch);
+  if (strategy->world_size() > 1) {
+    // Every rank must take the same number of steps, or the collectives of
+    // the longer ones wait forever.
+    std::vector<double> steps = {static_cast<double>(steps_per_epoch)};
+    RETURN_IF_ERROR(strategy->SumAcrossProcesses(steps));
+    if (steps[0] != static_cast<double>(steps_per_epoch * strategy->world_size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "train_data.sampler: ranks would take different numbers of steps per epoch (rank ",
+          strategy->rank(), ": ", steps_per_epoch,
+          "); use the `distributed` sampler, which gives every rank an equal shard"));
+    }
+  }
   if (steps_per_epoch == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "train_data: ", train.dataset->size(), " samples make no full batch of ",
+        "train_data: ", samples_per_epoch, " samples make no full batch of ",
         config.train_data().batch_size(), "; lower the batch size or set drop_last: false"));
   }
   int64_t total_steps = steps_per_epoch * trainer.epochs();

@@ -1,0 +1,352 @@
+// strategy `ddp`: one model replica per process; gradients averaged over
+// every process after each backward pass, so all replicas take the same
+// optimizer step — the same result as one process training on the union of
+// the batches (for models without batch statistics; with BatchNorm, each
+// rank normalises its own batch, as in PyTorch DDP).
+//
+// Gradients are averaged in buckets (parameters in reverse registration
+// order, about the order backward produces them). A tensor hook on every
+// parameter copies its gradient into its bucket; when a bucket is complete
+// its all-reduce is launched asynchronously, so communication overlaps the
+// rest of the backward pass (Li et al., "PyTorch Distributed", VLDB 2020).
+// Buckets are launched strictly in index order on every rank, so the
+// collectives match; after backward, buckets still incomplete (parameters
+// that got no gradient) are launched with zeros in place of the missing
+// gradients, so unused parameters never hang the group.
+//
+//   strategy {
+//     name: "ddp"
+//     options { [type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 2 } }
+//   }
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "pipeline/interfaces/strategy.h"
+#include "pipeline/util/status_macros.h"
+#include "pipeline/util/torch_status.h"
+#include "plugins/strategies/ddp/ddp.pb.h"
+#include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
+#include "torch/csrc/distributed/c10d/TCPStore.hpp"
+#include "torch/types.h"
+
+namespace pipeline {
+namespace {
+
+struct Rendezvous {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  std::string master_addr;
+  int master_port = 0;
+};
+
+// The first of `names` that is set: torchrun's variable, then SLURM's, then
+// Open MPI's, so a run starts unchanged under any of them.
+absl::StatusOr<int> IntFromEnvironment(const StrategyContext& context,
+                                       const std::vector<std::string>& names, bool required,
+                                       int fallback) {
+  for (const std::string& name : names) {
+    const std::string value = context.environment(name);
+    if (value.empty()) continue;
+    int parsed = 0;
+    if (!absl::SimpleAtoi(value, &parsed) || parsed < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable ", name, "=\"", value, "\" is not a number >= 0"));
+    }
+    return parsed;
+  }
+  if (!required) return fallback;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "environment variable ", names[0], " is not set; start ddp runs with `train` itself "
+      "(it launches nproc_per_node workers), torchrun, srun or mpirun"));
+}
+
+absl::StatusOr<Rendezvous> ReadRendezvous(const StrategyContext& context) {
+  Rendezvous r;
+  ASSIGN_OR_RETURN(r.rank, IntFromEnvironment(context, {"RANK", "SLURM_PROCID",
+                                                        "OMPI_COMM_WORLD_RANK"},
+                                              true, 0));
+  ASSIGN_OR_RETURN(r.world_size,
+                   IntFromEnvironment(context, {"WORLD_SIZE", "SLURM_NTASKS",
+                                                "OMPI_COMM_WORLD_SIZE"},
+                                      true, 0));
+  ASSIGN_OR_RETURN(r.local_rank,
+                   IntFromEnvironment(context, {"LOCAL_RANK", "SLURM_LOCALID",
+                                                "OMPI_COMM_WORLD_LOCAL_RANK"},
+                                      false, r.rank));
+  ASSIGN_OR_RETURN(r.master_port, IntFromEnvironment(context, {"MASTER_PORT"}, false, 29500));
+  r.master_addr = context.environment("MASTER_ADDR");
+  if (r.master_addr.empty()) r.master_addr = "127.0.0.1";
+  if (r.world_size < 1 || r.rank >= r.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("RANK=", r.rank, " WORLD_SIZE=", r.world_size,
+                                                   ": the rank must be below the world size"));
+  }
+  if (r.master_port < 1 || r.master_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MASTER_PORT=", r.master_port, " is not a TCP port (1-65535)"));
+  }
+  return r;
+}
+
+// A run of parameters whose gradients travel in one all-reduce.
+struct Bucket {
+  std::vector<size_t> parameters;  // indices into DdpStrategy::parameters_
+  std::vector<int64_t> offsets;    // element offset of each in `flat`
+  at::Tensor flat;
+  size_t ready = 0;
+  bool launched = false;
+  c10::intrusive_ptr<c10d::Work> work;
+};
+
+class DdpStrategy : public Strategy {
+ public:
+  DdpStrategy(const DdpOptions& options, Rendezvous rendezvous,
+              c10::intrusive_ptr<c10d::ProcessGroup> group)
+      : options_(options), rendezvous_(std::move(rendezvous)), group_(std::move(group)) {}
+
+  int rank() const override { return rendezvous_.rank; }
+  int world_size() const override { return rendezvous_.world_size; }
+
+  absl::Status Prepare(Model& model) override {
+    return CallTorch("ddp: preparing the model", [&] {
+      parameters_.clear();
+      for (const at::Tensor& p : model.parameters()) {
+        if (p.requires_grad()) parameters_.push_back(p);
+      }
+      // Every replica starts from rank 0's weights and buffers.
+      std::vector<at::Tensor> state = model.parameters();
+      for (const at::Tensor& b : model.buffers()) state.push_back(b);
+      BroadcastCoalesced(state);
+      BuildBuckets();
+      for (size_t i = 0; i < parameters_.size(); ++i) {
+        parameters_[i].register_hook([this, i](const at::Tensor& grad) { OnGradient(i, grad); });
+      }
+    });
+  }
+
+  absl::StatusOr<StepOutput> ForwardBackward(Model& model, const torch::Tensor& images,
+                                             const torch::Tensor& labels,
+                                             const LossFunction& loss_function) override {
+    return CallTorch("ddp: training step", [&] {
+      if (options_.broadcast_buffers()) {
+        std::vector<at::Tensor> buffers = model.buffers();
+        if (!buffers.empty()) BroadcastCoalesced(buffers);
+      }
+      for (Bucket& bucket : buckets_) {
+        bucket.ready = 0;
+        bucket.launched = false;
+        bucket.work.reset();
+        bucket.flat.zero_();
+      }
+      next_to_launch_ = 0;
+      torch::Tensor logits = model.forward(images);
+      torch::Tensor loss = loss_function(logits, labels);
+      loss.backward();
+      FinishGradients();
+      return StepOutput{loss.detach(), logits.detach()};
+    });
+  }
+
+  absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
+    return CallTorch("ddp: inference", [&] { return model.forward(images); });
+  }
+
+  absl::Status SumAcrossProcesses(std::vector<double>& values) override {
+    return CallTorch("ddp: summing metrics across ranks", [&] {
+      at::Tensor sums = torch::tensor(values, torch::kDouble);
+      std::vector<at::Tensor> tensors = {sums};
+      group_->allreduce(tensors)->wait();
+      for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
+    });
+  }
+
+ private:
+  // One broadcast from rank 0 for many tensors of one dtype each group.
+  void BroadcastCoalesced(std::vector<at::Tensor>& tensors) {
+    std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
+    for (at::Tensor& t : tensors) by_type[t.scalar_type()].push_back(t);
+    for (auto& [type, group] : by_type) {
+      std::vector<at::Tensor> flat_parts;
+      for (const at::Tensor& t : group) flat_parts.push_back(t.detach().reshape({-1}));
+      std::vector<at::Tensor> flat = {at::cat(flat_parts)};
+      group_->broadcast(flat)->wait();
+      int64_t offset = 0;
+      torch::NoGradGuard no_grad;
+      for (at::Tensor& t : group) {
+        t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+      }
+    }
+  }
+
+  void BuildBuckets() {
+    buckets_.clear();
+    bucket_of_.assign(parameters_.size(), 0);
+    const int64_t cap_bytes = static_cast<int64_t>(options_.bucket_cap_mb() * 1024 * 1024);
+    Bucket current;
+    int64_t elements = 0;
+    auto close = [&] {
+      if (current.parameters.empty()) return;
+      current.flat = at::zeros({elements}, parameters_[current.parameters[0]].options());
+      buckets_.push_back(std::move(current));
+      current = Bucket();
+      elements = 0;
+    };
+    // Backward produces the last layers' gradients first.
+    for (size_t k = parameters_.size(); k-- > 0;) {
+      const at::Tensor& p = parameters_[k];
+      if (!current.parameters.empty() &&
+          (elements + p.numel()) * static_cast<int64_t>(p.element_size()) > cap_bytes) {
+        close();
+      }
+      bucket_of_[k] = buckets_.size();
+      current.parameters.push_back(k);
+      current.offsets.push_back(elements);
+      elements += p.numel();
+    }
+    close();
+    position_in_bucket_.assign(parameters_.size(), 0);
+    for (const Bucket& bucket : buckets_) {
+      for (size_t j = 0; j < bucket.parameters.size(); ++j) {
+        position_in_bucket_[bucket.parameters[j]] = j;
+      }
+    }
+  }
+
+  // Called by autograd with parameter i's gradient for this backward pass.
+  void OnGradient(size_t i, const at::Tensor& grad) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Bucket& bucket = buckets_[bucket_of_[i]];
+    const size_t j = position_in_bucket_[i];
+    bucket.flat.narrow(0, bucket.offsets[j], grad.numel()).copy_(grad.reshape({-1}));
+    ++bucket.ready;
+    LaunchReadyBuckets();
+  }
+
+  void LaunchReadyBuckets() {
+    while (next_to_launch_ < buckets_.size()) {
+      Bucket& bucket = buckets_[next_to_launch_];
+      if (bucket.ready < bucket.parameters.size()) return;
+      Launch(bucket);
+      ++next_to_launch_;
+    }
+  }
+
+  void Launch(Bucket& bucket) {
+    std::vector<at::Tensor> tensors = {bucket.flat};
+    bucket.work = group_->allreduce(tensors);
+    bucket.launched = true;
+  }
+
+  // After backward: launch what the hooks did not (unused parameters keep
+  // zeros), wait for every bucket, and write the averages into .grad.
+  void FinishGradients() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) {
+        Launch(buckets_[next_to_launch_]);
+      }
+    }
+    torch::NoGradGuard no_grad;
+    const double scale = 1.0 / world_size();
+    for (Bucket& bucket : buckets_) {
+      bucket.work->wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
+      bucket.flat.mul_(scale);
+      for (size_t j = 0; j < bucket.parameters.size(); ++j) {
+        at::Tensor& p = parameters_[bucket.parameters[j]];
+        at::Tensor average = bucket.flat.narrow(0, bucket.offsets[j], p.numel()).view(p.sizes());
+        if (p.grad().defined()) {
+          p.mutable_grad().copy_(average);
+        } else {
+          p.mutable_grad() = average.clone();
+        }
+      }
+    }
+  }
+
+  DdpOptions options_;
+  Rendezvous rendezvous_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::vector<at::Tensor> parameters_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;
+  std::vector<size_t> position_in_bucket_;
+  size_t next_to_launch_ = 0;
+  std::mutex mutex_;
+};
+
+absl::Status ValidateDdp(const DdpOptions& options) {
+  if (options.backend() == DdpOptions::NCCL) {
+    return absl::FailedPreconditionError(
+        "backend: NCCL needs a CUDA build of the runner, and this one is CPU-only; use backend: "
+        "GLOO, or build with --config=cuda against a CUDA LibTorch (README, \"CUDA build\")");
+  }
+  if (options.device() != "cpu") {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "device: \"", options.device(), "\" needs a CUDA build; this one runs ddp on \"cpu\""));
+  }
+  if (options.nproc_per_node() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nproc_per_node: ", options.nproc_per_node(), "; must be at least 1"));
+  }
+  if (!(options.bucket_cap_mb() > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bucket_cap_mb: ", options.bucket_cap_mb(), "; must be > 0"));
+  }
+  if (options.timeout_seconds() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("timeout_seconds: ", options.timeout_seconds(), "; must be at least 1"));
+  }
+  return absl::OkStatus();
+}
+
+// Where this rank's Gloo transport listens: the interface named by
+// GLOO_SOCKET_IFNAME (as in PyTorch); loopback when every rank is on this
+// machine; otherwise the address this host's name resolves to.
+std::shared_ptr<::gloo::transport::Device> GlooDevice(const StrategyContext& context,
+                                                      const Rendezvous& rendezvous) {
+  const std::string interface = context.environment("GLOO_SOCKET_IFNAME");
+  if (!interface.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
+  if (rendezvous.master_addr == "127.0.0.1" || rendezvous.master_addr == "localhost") {
+    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+  }
+  return c10d::ProcessGroupGloo::createDefaultDevice();
+}
+
+absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
+                                                    const StrategyContext& context) {
+  ASSIGN_OR_RETURN(Rendezvous rendezvous, ReadRendezvous(context));
+  const auto timeout = std::chrono::milliseconds(1000LL * options.timeout_seconds());
+  auto group = CallTorch(
+      absl::StrCat("ddp: rendezvous of ", rendezvous.world_size, " ranks at ",
+                   rendezvous.master_addr, ":", rendezvous.master_port, " (rank ",
+                   rendezvous.rank, ")"),
+      [&]() -> c10::intrusive_ptr<c10d::ProcessGroup> {
+        c10d::TCPStoreOptions store_options;
+        store_options.port = static_cast<uint16_t>(rendezvous.master_port);
+        store_options.isServer = rendezvous.rank == 0;
+        store_options.numWorkers = rendezvous.world_size;
+        store_options.timeout = timeout;
+        auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+        auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+        gloo_options->devices.push_back(GlooDevice(context, rendezvous));
+        return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
+                                                           rendezvous.world_size, gloo_options);
+      });
+  if (!group.ok()) return group.status();
+  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group));
+}
+
+PIPELINE_REGISTER_PLUGIN(Strategy, "ddp", DdpOptions,
+                         "Distributed data parallel over c10d (Gloo), bucketed overlapping "
+                         "gradient all-reduce",
+                         CreateDdp, ValidateDdp);
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,163 @@
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/strategy.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "torch/nn/modules/linear.h"
+#include "torch/types.h"
+#include "torch/utils.h"
+
+namespace pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Two layers and a parameter forward never uses.
+class TwoLayers : public Model {
+ public:
+  TwoLayers() {
+    first = register_module("first", torch::nn::Linear(4, 5));
+    second = register_module("second", torch::nn::Linear(5, 3));
+    unused = register_parameter("unused", torch::ones({2}));
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    return second(torch::tanh(first(x.flatten(1))));
+  }
+  torch::nn::Linear first{nullptr}, second{nullptr};
+  torch::Tensor unused;
+};
+
+torch::Tensor CrossEntropy(const torch::Tensor& logits, const torch::Tensor& labels) {
+  return torch::nll_loss(torch::log_softmax(logits, 1), labels);
+}
+
+StrategyContext RankContext(int rank, int port) {
+  StrategyContext context;
+  std::map<std::string, std::string> env = {{"RANK", std::to_string(rank)},
+                                            {"WORLD_SIZE", "2"},
+                                            {"MASTER_ADDR", "127.0.0.1"},
+                                            {"MASTER_PORT", std::to_string(port)}};
+  context.environment = [env](const std::string& name) {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  return context;
+}
+
+// A bucket cap of 40 bytes puts almost every parameter in a bucket of its
+// own, so the in-order launching across many buckets is exercised.
+constexpr char kDdp[] = R"pb(name: "ddp"
+                             options {
+                               [type.googleapis.com/pipeline.DdpOptions] { bucket_cap_mb: 0.00004 }
+                             })pb";
+
+TEST(DdpTest, GradientsEqualTheSingleProcessGradientOfTheWholeBatch) {
+  torch::manual_seed(0);
+  const torch::Tensor images = torch::randn({8, 1, 2, 2});
+  const torch::Tensor labels = torch::randint(0, 3, {8}, torch::kLong);
+  const int port = FreePort();
+
+  std::vector<std::unique_ptr<TwoLayers>> models(2);
+  std::vector<std::map<std::string, torch::Tensor>> grads(2);
+  std::vector<std::vector<double>> sums(2);
+  std::vector<std::string> errors(2);
+  auto run_rank = [&](int rank) {
+    auto strategy = testing::CreatePlugin<Strategy>(kDdp, RankContext(rank, port));
+    if (!strategy.ok()) {
+      errors[rank] = std::string(strategy.status().message());
+      return;
+    }
+    models[rank] = std::make_unique<TwoLayers>();  // rank-dependent random init
+    if (auto status = (*strategy)->Prepare(*models[rank]); !status.ok()) {
+      errors[rank] = std::string(status.message());
+      return;
+    }
+    auto output = (*strategy)->ForwardBackward(*models[rank], images.narrow(0, 4 * rank, 4),
+                                               labels.narrow(0, 4 * rank, 4), CrossEntropy);
+    if (!output.ok()) {
+      errors[rank] = std::string(output.status().message());
+      return;
+    }
+    for (const auto& p : models[rank]->named_parameters()) grads[rank][p.key()] = p.value().grad();
+    sums[rank] = {rank + 1.0, 10.0};
+    if (auto status = (*strategy)->SumAcrossProcesses(sums[rank]); !status.ok()) {
+      errors[rank] = std::string(status.message());
+    }
+  };
+  {
+    torch::manual_seed(1);  // rank 0 builds first; rank 1 gets other weights
+    std::thread rank0(run_rank, 0);
+    std::thread rank1(run_rank, 1);
+    rank0.join();
+    rank1.join();
+  }
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+
+  // Both replicas hold rank 0's weights...
+  for (const auto& p : models[0]->named_parameters()) {
+    EXPECT_TRUE(p.value().equal(models[1]->named_parameters()[p.key()])) << p.key();
+  }
+  // ...and the gradient of the mean loss over all 8 samples.
+  TwoLayers reference;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : models[0]->named_parameters()) {
+      reference.named_parameters()[p.key()].copy_(p.value());
+    }
+  }
+  CrossEntropy(reference.forward(images), labels).backward();
+  for (const auto& p : reference.named_parameters()) {
+    if (p.key() == "unused") continue;
+    EXPECT_TRUE(torch::allclose(grads[0][p.key()], p.value().grad(), 1e-5, 1e-6)) << p.key();
+    EXPECT_TRUE(grads[0][p.key()].equal(grads[1][p.key()])) << p.key();
+  }
+  // A parameter with no gradient does not hang the group and gets zeros.
+  EXPECT_TRUE(grads[0]["unused"].equal(torch::zeros({2})));
+  EXPECT_EQ(sums[0], (std::vector<double>{3.0, 20.0}));
+  EXPECT_EQ(sums[1], (std::vector<double>{3.0, 20.0}));
+}
+
+TEST(DdpTest, MissingRankSaysHowToLaunch) {
+  StrategyContext context;
+  context.environment = [](const std::string&) { return std::string(); };
+  auto strategy = testing::CreatePlugin<Strategy>(R"pb(name: "ddp")pb", context);
+  EXPECT_THAT(strategy.status().message(),
+              HasSubstr("environment variable RANK is not set; start ddp runs with `train`"));
+}
+
+TEST(DdpTest, NcclInACpuBuildSaysWhatToDo) {
+  auto strategy = testing::CreatePlugin<Strategy>(
+      R"pb(name: "ddp" options { [type.googleapis.com/pipeline.DdpOptions] { backend: NCCL } })pb");
+  EXPECT_THAT(strategy.status().message(),
+              HasSubstr("backend: NCCL needs a CUDA build of the runner, and this one is "
+                        "CPU-only; use backend: GLOO, or build with --config=cuda"));
+}
+
+TEST(DdpTest, RankBeyondWorldSizeIsRejected) {
+  StrategyContext context = RankContext(2, FreePort());
+  auto strategy = testing::CreatePlugin<Strategy>(R"pb(name: "ddp")pb", context);
+  EXPECT_THAT(strategy.status().message(),
+              HasSubstr("RANK=2 WORLD_SIZE=2: the rank must be below the world size"));
+}
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,33 @@
+#ifndef TOOLS_LAUNCHER_H_
+#define TOOLS_LAUNCHER_H_
+
+// The built-in launcher: starts this node's worker processes of a
+// multi-process run with the environment torchrun gives its workers, relays
+// their output prefixed with the rank, and stops all of them when one fails.
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace pipeline {
+
+struct LaunchOptions {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  // 0: pick a free port (single-node runs only).
+  int master_port = 0;
+  // The worker command: this binary and its arguments.
+  std::vector<std::string> command;
+};
+
+// Runs the workers to completion. OK when all exit 0; otherwise an error
+// naming the first rank that failed and how (exit status or signal), after
+// the others were stopped.
+absl::Status LaunchWorkers(const LaunchOptions& options);
+
+}  // namespace pipeline
+
+#endif  // TOOLS_LAUNCHER_H_
