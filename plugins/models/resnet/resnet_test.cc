@@ -1,61 +1,21 @@
-#include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/state_dict_fixture.h"
 
 namespace pipeline {
 namespace {
 
-// A state_dict entry as the fixtures write it: key and shape ("64x3x7x7",
-// "scalar").
-using Entry = std::pair<std::string, std::string>;
-
-std::string ShapeText(const torch::Tensor& tensor) {
-  return tensor.dim() == 0 ? "scalar" : absl::StrJoin(tensor.sizes(), "x");
-}
-
-// Python's state_dict() lists each module's own parameters, then its own
-// buffers, then its children's entries, depth-first. LibTorch's
-// named_parameters() followed by named_buffers() would put every parameter
-// before every buffer, so walk the modules the way Python does.
-std::vector<Entry> StateDictEntries(const torch::nn::Module& model) {
-  std::vector<Entry> entries;
-  auto add_own_entries = [&entries](const std::string& prefix, const torch::nn::Module& module) {
-    const std::string dotted = prefix.empty() ? "" : prefix + ".";
-    for (const auto& parameter : module.named_parameters(/*recurse=*/false)) {
-      entries.emplace_back(dotted + parameter.key(), ShapeText(parameter.value()));
-    }
-    for (const auto& buffer : module.named_buffers(/*recurse=*/false)) {
-      entries.emplace_back(dotted + buffer.key(), ShapeText(buffer.value()));
-    }
-  };
-  add_own_entries("", model);
-  for (const auto& module : model.named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
-    add_own_entries(module.key(), *module.value());
-  }
-  return entries;
-}
-
 // Written by tools/fixtures/torchvision_state_dict_keys.py; the path is
 // relative to the runfiles root, the test's working directory.
-std::vector<Entry> ReadFixture(const std::string& model_name) {
-  const std::string path =
-      absl::StrCat("plugins/models/resnet/testdata/torchvision_", model_name, "_state_dict.txt");
-  std::ifstream file(path);
-  EXPECT_TRUE(file.good()) << "cannot read " << path;
-  std::vector<Entry> entries;
-  std::string key, shape;
-  while (file >> key >> shape) entries.emplace_back(key, shape);
-  return entries;
+std::string FixturePath(const std::string& model_name) {
+  return absl::StrCat("plugins/models/resnet/testdata/torchvision_", model_name, "_state_dict.txt");
 }
 
 absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
@@ -80,14 +40,8 @@ class ResNetDepthTest : public ::testing::TestWithParam<int> {};
 TEST_P(ResNetDepthTest, StateDictMatchesTorchvision) {
   auto model = MakeResNet(absl::StrCat("depth: ", GetParam(), " num_classes: 1000 in_channels: 3"));
   ASSERT_TRUE(model.ok()) << model.status();
-  const std::vector<Entry> expected = ReadFixture(absl::StrCat("resnet", GetParam()));
-  ASSERT_FALSE(expected.empty());
-  const std::vector<Entry> actual = StateDictEntries(**model);
-  // Entry by entry: a failure then names the first key that differs.
-  for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
-    ASSERT_EQ(actual[i], expected[i]) << "state_dict entry " << i;
-  }
-  EXPECT_EQ(actual.size(), expected.size());
+  EXPECT_TRUE(
+      testing::StateDictMatchesFixture(**model, FixturePath(absl::StrCat("resnet", GetParam()))));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDepths, ResNetDepthTest, ::testing::Values(18, 34, 50, 101),

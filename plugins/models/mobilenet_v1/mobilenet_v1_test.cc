@@ -1,0 +1,192 @@
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/state_dict_fixture.h"
+#include "torch/nn/modules/container/sequential.h"
+
+namespace pipeline {
+namespace {
+
+using testing::StateDictEntry;
+
+absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV1(const std::string& options,
+                                                       const ModelContext& context = {}) {
+  return testing::CreatePlugin<Model>(
+      absl::StrCat("name: \"mobilenet_v1\" options { "
+                   "[type.googleapis.com/pipeline.MobileNetV1Options] { ",
+                   options, " } }"),
+      context);
+}
+
+std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
+  const torch::Tensor* parameter = model.named_parameters().find(key);
+  if (parameter == nullptr) {
+    ADD_FAILURE() << "no parameter " << key;
+    return {};
+  }
+  return parameter->sizes().vec();
+}
+
+int64_t ParameterCount(const Model& model) {
+  int64_t count = 0;
+  for (const torch::Tensor& parameter : model.parameters()) count += parameter.numel();
+  return count;
+}
+
+TEST(MobileNetV1Test, ParameterCountMatchesThePaper) {
+  auto model = MakeMobileNetV1("num_classes: 1000 in_channels: 3");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const int64_t count = ParameterCount(**model);
+  // Table 1 / Table 8 of Howard et al.: 4.2 million parameters.
+  EXPECT_NEAR(count, 4.2e6, 0.02 * 4.2e6);
+  // 864 (stem) + 44,640 (depthwise) + 3,139,584 (pointwise) + 21,888
+  // (BatchNorm) + 1,025,000 (classifier).
+  EXPECT_EQ(count, 4231976);
+}
+
+TEST(MobileNetV1Test, WidthMultiplierScalesEveryLayer) {
+  auto model = MakeMobileNetV1("width_multiplier: 0.5 num_classes: 1000 in_channels: 3");
+  ASSERT_TRUE(model.ok()) << model.status();
+  // The paper's Table 6 gives 1.3 million for 0.5 MobileNet-224.
+  EXPECT_EQ(ParameterCount(**model), 1331592);
+  EXPECT_EQ(ParameterShape(**model, "features.0.conv.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
+  EXPECT_EQ(ParameterShape(**model, "classifier.weight"), (std::vector<int64_t>{1000, 512}));
+}
+
+TEST(MobileNetV1Test, RoundsChannelsToMultiplesOfEightAndAtLeastEight) {
+  // 32 * 0.3 = 9.6 rounds to 8, more than 10% low, so 16; 64 * 0.3 = 19.2
+  // rounds to 16, also too low, so 24.
+  auto model = MakeMobileNetV1("width_multiplier: 0.3", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "features.0.conv.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
+  EXPECT_EQ(ParameterShape(**model, "features.1.pointwise.weight"),
+            (std::vector<int64_t>{24, 16, 1, 1}));
+
+  auto narrow = MakeMobileNetV1("width_multiplier: 0.1", ModelContext{10, 3});
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_EQ(ParameterShape(**narrow, "features.0.conv.weight"), (std::vector<int64_t>{8, 3, 3, 3}));
+  EXPECT_EQ(ParameterShape(**narrow, "features.1.depthwise.weight"),
+            (std::vector<int64_t>{8, 1, 3, 3}));
+}
+
+TEST(MobileNetV1Test, StateDictHasTheDocumentedKeys) {
+  auto model = MakeMobileNetV1("num_classes: 1000 in_channels: 3");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<StateDictEntry> entries = testing::StateDictEntries(**model);
+  // Stem and 13 blocks with 1 and 2 BatchNorms of 5 entries each, classifier.
+  ASSERT_EQ(entries.size(), size_t{6 + 13 * 12 + 2});
+  const std::vector<StateDictEntry> first = {
+      {"features.0.conv.weight", "32x3x3x3"},
+      {"features.0.bn.weight", "32"},
+      {"features.0.bn.bias", "32"},
+      {"features.0.bn.running_mean", "32"},
+      {"features.0.bn.running_var", "32"},
+      {"features.0.bn.num_batches_tracked", "scalar"},
+      {"features.1.depthwise.weight", "32x1x3x3"},
+      {"features.1.depthwise_bn.weight", "32"},
+      {"features.1.depthwise_bn.bias", "32"},
+      {"features.1.depthwise_bn.running_mean", "32"},
+      {"features.1.depthwise_bn.running_var", "32"},
+      {"features.1.depthwise_bn.num_batches_tracked", "scalar"},
+      {"features.1.pointwise.weight", "64x32x1x1"},
+      {"features.1.pointwise_bn.weight", "64"},
+  };
+  EXPECT_TRUE(testing::StateDictEntriesMatch(
+      std::vector<StateDictEntry>(entries.begin(), entries.begin() + first.size()), first));
+  const std::vector<StateDictEntry> last = {
+      {"features.13.pointwise.weight", "1024x1024x1x1"},
+      {"features.13.pointwise_bn.weight", "1024"},
+      {"features.13.pointwise_bn.bias", "1024"},
+      {"features.13.pointwise_bn.running_mean", "1024"},
+      {"features.13.pointwise_bn.running_var", "1024"},
+      {"features.13.pointwise_bn.num_batches_tracked", "scalar"},
+      {"classifier.weight", "1000x1024"},
+      {"classifier.bias", "1000"},
+  };
+  EXPECT_TRUE(testing::StateDictEntriesMatch(
+      std::vector<StateDictEntry>(entries.end() - last.size(), entries.end()), last));
+}
+
+TEST(MobileNetV1Test, StridesFollowTableOne) {
+  auto model = MakeMobileNetV1("", ModelContext{/*num_classes=*/10, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // Five stride-2 layers: 224 -> 7 before the global pool.
+  auto sequential =
+      std::dynamic_pointer_cast<torch::nn::SequentialImpl>((*model)->named_children()["features"]);
+  ASSERT_NE(sequential, nullptr);
+  (*model)->eval();
+  const torch::Tensor maps = sequential->forward(torch::randn({1, 3, 224, 224}));
+  EXPECT_EQ(maps.sizes().vec(), (std::vector<int64_t>{1, 1024, 7, 7}));
+}
+
+TEST(MobileNetV1Test, ForwardGivesOneLogitPerClass) {
+  auto model = MakeMobileNetV1("dropout: 0.2", ModelContext{/*num_classes=*/10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 32, 32}));
+  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+}
+
+TEST(MobileNetV1Test, InitialisesConvolutionsKaimingNormalFanOut) {
+  auto model = MakeMobileNetV1("", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto parameters = (*model)->named_parameters();
+  // 512 -> 512 channels, 1x1: fan_out gives std sqrt(2 / 512).
+  EXPECT_NEAR(parameters["features.7.pointwise.weight"].std().item<double>(), std::sqrt(2.0 / 512),
+              0.002);
+  EXPECT_TRUE(parameters["classifier.bias"].eq(0).all().item<bool>());
+}
+
+TEST(MobileNetV1Test, TakesClassesAndChannelsFromTheContext) {
+  auto model = MakeMobileNetV1("", ModelContext{/*num_classes=*/2, /*input_channels=*/1});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.weight"), (std::vector<int64_t>{2, 1024}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.conv.weight"), (std::vector<int64_t>{32, 1, 3, 3}));
+
+  auto overridden = MakeMobileNetV1("num_classes: 5 in_channels: 3", ModelContext{2, 1});
+  ASSERT_TRUE(overridden.ok()) << overridden.status();
+  EXPECT_EQ(ParameterShape(**overridden, "classifier.weight"), (std::vector<int64_t>{5, 1024}));
+  EXPECT_EQ(ParameterShape(**overridden, "features.0.conv.weight"),
+            (std::vector<int64_t>{32, 3, 3, 3}));
+}
+
+TEST(MobileNetV1Test, RejectsInvalidOptions) {
+  EXPECT_EQ(MakeMobileNetV1("width_multiplier: 0", ModelContext{10, 3}).status().message(),
+            "options: width_multiplier: 0 is not in (0, 4]; the paper uses 1, 0.75, 0.5 or 0.25");
+  EXPECT_EQ(MakeMobileNetV1("width_multiplier: 5", ModelContext{10, 3}).status().message(),
+            "options: width_multiplier: 5 is not in (0, 4]; the paper uses 1, 0.75, 0.5 or 0.25");
+  EXPECT_EQ(MakeMobileNetV1("num_classes: -1", ModelContext{10, 3}).status().message(),
+            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
+            "classes");
+  EXPECT_EQ(MakeMobileNetV1("in_channels: -3", ModelContext{10, 3}).status().message(),
+            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
+            "channels");
+  auto bad_dropout = MakeMobileNetV1("dropout: 1", ModelContext{10, 3});
+  EXPECT_EQ(bad_dropout.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad_dropout.status().message(),
+            "options: dropout: 1 is not a probability in [0, 1); set 0 to disable dropout");
+}
+
+TEST(MobileNetV1Test, NeedsClassesAndChannelsFromOptionsOrContext) {
+  auto no_classes = MakeMobileNetV1("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
+  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_classes.status().message(),
+            "model \"mobilenet_v1\": num_classes: 0 takes the training data's class count, but "
+            "it gives none; set num_classes");
+
+  auto no_channels = MakeMobileNetV1("num_classes: 10", ModelContext{});
+  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_channels.status().message(),
+            "model \"mobilenet_v1\": in_channels: 0 takes the training samples' channel count, "
+            "but they give none; set in_channels");
+}
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,126 @@
+// model `small_cnn`: a few conv-BN-ReLU-maxpool stages, global average
+// pooling and a linear head; small enough to train a few steps on 28x28
+// images in a fraction of a second, for tests and tiny data sets. Keys are
+// stages.<i>.{conv,bn} and fc (see small_cnn.proto). Initialisation as
+// torchvision's ResNet: convolutions Kaiming-normal (fan_out, ReLU),
+// BatchNorm weight 1 and bias 0, the linear head PyTorch's default.
+//
+//   model {
+//     name: "small_cnn"
+//     options { [type.googleapis.com/pipeline.SmallCnnOptions] { width: 16 stages: 2 } }
+//   }
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "pipeline/interfaces/model.h"
+#include "plugins/models/small_cnn/small_cnn.pb.h"
+#include "torch/nn/init.h"
+#include "torch/nn/modules/batchnorm.h"
+#include "torch/nn/modules/container/sequential.h"
+#include "torch/nn/modules/conv.h"
+#include "torch/nn/modules/linear.h"
+
+namespace pipeline {
+namespace {
+
+constexpr int kMaxWidth = 1024;
+constexpr int kMaxStages = 6;
+
+class StageImpl : public torch::nn::Module {
+ public:
+  StageImpl(int64_t in_channels, int64_t out_channels) {
+    conv_ = register_module(
+        "conv", torch::nn::Conv2d(
+                    torch::nn::Conv2dOptions(in_channels, out_channels, 3).padding(1).bias(false)));
+    torch::nn::init::kaiming_normal_(conv_->weight, /*a=*/0, torch::kFanOut, torch::kReLU);
+    // LibTorch's BatchNorm2d already starts at weight 1, bias 0.
+    bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    // ceil_mode: odd sizes round up, and a 1x1 map stays 1x1 instead of
+    // vanishing, so any number of stages suits any input size.
+    return torch::max_pool2d(bn_(conv_(x)).relu_(), /*kernel_size=*/{2, 2}, /*stride=*/{2, 2},
+                             /*padding=*/{0, 0}, /*dilation=*/{1, 1}, /*ceil_mode=*/true);
+  }
+
+ private:
+  torch::nn::Conv2d conv_{nullptr};
+  torch::nn::BatchNorm2d bn_{nullptr};
+};
+TORCH_MODULE(Stage);
+
+class SmallCnn : public Model {
+ public:
+  SmallCnn(int64_t num_classes, int64_t in_channels, int64_t width, int stages) {
+    torch::nn::Sequential sequential;
+    int64_t channels = in_channels;
+    for (int i = 0; i < stages; ++i) {
+      const int64_t out_channels = width << i;
+      sequential->push_back(Stage(channels, out_channels));
+      channels = out_channels;
+    }
+    stages_ = register_module("stages", sequential);
+    fc_ = register_module("fc", torch::nn::Linear(channels, num_classes));
+  }
+
+  torch::Tensor forward(const torch::Tensor& images) override {
+    torch::Tensor x = stages_->forward(images);
+    return fc_(torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
+  }
+
+ private:
+  torch::nn::Sequential stages_{nullptr};
+  torch::nn::Linear fc_{nullptr};
+};
+
+absl::Status ValidateSmallCnnOptions(const SmallCnnOptions& options) {
+  if (options.num_classes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_classes: ", options.num_classes(),
+                     " is negative; set a count, or 0 for the training data's classes"));
+  }
+  if (options.in_channels() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("in_channels: ", options.in_channels(),
+                     " is negative; set a count, or 0 for the training samples' channels"));
+  }
+  if (options.width() < 1 || options.width() > kMaxWidth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("width: ", options.width(), " is not a channel count from 1 to ", kMaxWidth));
+  }
+  if (options.stages() < 1 || options.stages() > kMaxStages) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stages: ", options.stages(), " is not a stage count from 1 to ", kMaxStages));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateSmallCnn(const SmallCnnOptions& options,
+                                                      const ModelContext& context) {
+  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
+  if (num_classes <= 0) {
+    return absl::InvalidArgumentError(
+        "num_classes: 0 takes the training data's class count, but it gives none; set "
+        "num_classes");
+  }
+  const int64_t in_channels =
+      options.in_channels() ? options.in_channels() : context.input_channels;
+  if (in_channels <= 0) {
+    return absl::InvalidArgumentError(
+        "in_channels: 0 takes the training samples' channel count, but they give none; set "
+        "in_channels");
+  }
+  return std::make_unique<SmallCnn>(num_classes, in_channels, options.width(), options.stages());
+}
+
+PIPELINE_REGISTER_PLUGIN(Model, "small_cnn", SmallCnnOptions,
+                         "A tiny conv-BN-ReLU-maxpool CNN for tests and small images",
+                         CreateSmallCnn, ValidateSmallCnnOptions);
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,132 @@
+#include <cmath>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/state_dict_fixture.h"
+
+namespace pipeline {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Model>> MakeVgg(const std::string& options,
+                                               const ModelContext& context = {}) {
+  return testing::CreatePlugin<Model>(
+      absl::StrCat("name: \"vgg\" options { [type.googleapis.com/pipeline.VggOptions] { ", options,
+                   " } }"),
+      context);
+}
+
+std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
+  const torch::Tensor* parameter = model.named_parameters().find(key);
+  if (parameter == nullptr) {
+    ADD_FAILURE() << "no parameter " << key;
+    return {};
+  }
+  return parameter->sizes().vec();
+}
+
+// depth, batch_norm
+class VggVariantTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(VggVariantTest, StateDictMatchesTorchvision) {
+  const auto [depth, batch_norm] = GetParam();
+  auto model =
+      MakeVgg(absl::StrCat("depth: ", depth, " batch_norm: ", batch_norm ? "true" : "false",
+                           " num_classes: 1000 in_channels: 3"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(testing::StateDictMatchesFixture(
+      **model, absl::StrCat("plugins/models/vgg/testdata/torchvision_vgg", depth,
+                            batch_norm ? "_bn" : "", "_state_dict.txt")));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, VggVariantTest,
+                         ::testing::Combine(::testing::Values(11, 13, 16, 19), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<int, bool>>& info) {
+                           return absl::StrCat("Vgg", std::get<0>(info.param),
+                                               std::get<1>(info.param) ? "Bn" : "");
+                         });
+
+TEST(VggTest, TakesClassesAndChannelsFromTheContext) {
+  auto model = MakeVgg("depth: 11", ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.6.weight"), (std::vector<int64_t>{2, 4096}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.weight"), (std::vector<int64_t>{64, 3, 3, 3}));
+}
+
+TEST(VggTest, OptionsOverrideTheContext) {
+  auto model = MakeVgg("depth: 11 num_classes: 5 in_channels: 1",
+                       ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.6.weight"), (std::vector<int64_t>{5, 4096}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.weight"), (std::vector<int64_t>{64, 1, 3, 3}));
+}
+
+TEST(VggTest, ForwardGivesOneLogitPerClassAtTheSmallestInput) {
+  for (const char* options : {"depth: 11", "depth: 11 batch_norm: true"}) {
+    SCOPED_TRACE(options);
+    auto model = MakeVgg(options, ModelContext{/*num_classes=*/10, /*input_channels=*/3});
+    ASSERT_TRUE(model.ok()) << model.status();
+    // 32x32 is the smallest size the five max pools accept.
+    const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 32, 32}));
+    EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
+    EXPECT_TRUE(logits.isfinite().all().item<bool>());
+  }
+}
+
+TEST(VggTest, InitialisesAsTorchvision) {
+  auto model = MakeVgg("depth: 11", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto parameters = (*model)->named_parameters();
+  // 64 -> 128 channels, 3x3: fan_out gives std sqrt(2 / (128 * 9)) = 0.0417,
+  // fan_in would give 0.0589.
+  EXPECT_NEAR(parameters["features.3.weight"].std().item<double>(), std::sqrt(2.0 / (128 * 9)),
+              0.001);
+  EXPECT_TRUE(parameters["features.3.bias"].eq(0).all().item<bool>());
+  EXPECT_NEAR(parameters["classifier.3.weight"].std().item<double>(), 0.01, 0.0005);
+  EXPECT_TRUE(parameters["classifier.3.bias"].eq(0).all().item<bool>());
+}
+
+TEST(VggTest, RejectsADepthWithoutAnArchitecture) {
+  auto model = MakeVgg("depth: 12", ModelContext{10, 3});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "options: depth: 12 is not a VGG depth; choose 11, 13, 16 or 19");
+}
+
+TEST(VggTest, RejectsNegativeCounts) {
+  EXPECT_EQ(MakeVgg("num_classes: -1", ModelContext{10, 3}).status().message(),
+            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
+            "classes");
+  EXPECT_EQ(MakeVgg("in_channels: -3", ModelContext{10, 3}).status().message(),
+            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
+            "channels");
+}
+
+TEST(VggTest, RejectsADropoutThatIsNotAProbability) {
+  auto model = MakeVgg("dropout: 1.5", ModelContext{10, 3});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "options: dropout: 1.5 is not a probability in [0, 1); set 0 to disable dropout");
+}
+
+TEST(VggTest, NeedsClassesAndChannelsFromOptionsOrContext) {
+  auto no_classes = MakeVgg("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
+  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_classes.status().message(),
+            "model \"vgg\": num_classes: 0 takes the training data's class count, but it "
+            "gives none; set num_classes");
+
+  auto no_channels = MakeVgg("num_classes: 10", ModelContext{});
+  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_channels.status().message(),
+            "model \"vgg\": in_channels: 0 takes the training samples' channel count, but "
+            "they give none; set in_channels");
+}
+
+}  // namespace
+}  // namespace pipeline
