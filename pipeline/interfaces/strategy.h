@@ -38,6 +38,12 @@ class Strategy {
                                                      const torch::Tensor& labels,
                                                      const LossFunction& loss) = 0;
 
+  // Gradient accumulation: while disabled, ForwardBackward only adds this
+  // batch's gradients to each parameter's grad, without communicating; the
+  // next ForwardBackward with it enabled averages the accumulated sums across
+  // replicas (PyTorch DDP's no_sync). Single-replica strategies ignore it.
+  virtual void SetGradientSynchronization(bool enabled) {}
+
   // Inference on one batch (the caller holds no-grad and eval mode); logits
   // come back on the CPU.
   virtual absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) = 0;

@@ -253,7 +253,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   // What this rank sees of an epoch (a shard, under a distributed sampler).
   const int64_t samples_per_epoch =
       static_cast<int64_t>(train.sampler->EpochIndices(train.dataset->size(), 0).size());
-  const int64_t steps_per_epoch = train.loader->BatchesPerEpoch(samples_per_epoch);
+  const int64_t steps_per_epoch =
+      train.loader->BatchesPerEpoch(samples_per_epoch) / trainer.accumulate_steps();
   if (strategy->world_size() > 1) {
     // Every rank must take the same number of steps, or the collectives of
     // the longer ones wait forever.
@@ -304,9 +305,13 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   }
 
   const float label_smoothing = trainer.label_smoothing();
-  LossFunction loss_function = [label_smoothing](const torch::Tensor& logits,
-                                                 const torch::Tensor& labels) {
-    return at::cross_entropy_loss(logits, labels, {}, at::Reduction::Mean, -100, label_smoothing);
+  const int accumulate = trainer.accumulate_steps();
+  // Each accumulated batch contributes 1/accumulate of the step's gradient.
+  LossFunction loss_function = [label_smoothing, accumulate](const torch::Tensor& logits,
+                                                             const torch::Tensor& labels) {
+    return at::cross_entropy_loss(logits, labels, {}, at::Reduction::Mean, -100,
+                                  label_smoothing) /
+           accumulate;
   };
 
   TrainSummary summary;
@@ -323,28 +328,39 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     double window_loss = 0, window_correct = 0;
     int64_t window_seen = 0;
     while (step < total_steps) {
-      ASSIGN_OR_RETURN(std::optional<Batch> batch, train.loader->Next());
-      if (!batch) break;
+      // One optimizer step over `accumulate` loader batches; an epoch's last
+      // batches that cannot fill a whole step are left out.
+      std::vector<Batch> batches;
+      for (int k = 0; k < accumulate; ++k) {
+        ASSIGN_OR_RETURN(std::optional<Batch> batch, train.loader->Next());
+        if (!batch) break;
+        batches.push_back(std::move(*batch));
+      }
+      if (static_cast<int>(batches.size()) < accumulate) break;
       const double factor = schedule->Factor(step, total_steps, steps_per_epoch) *
                             WarmupFactor(config.learning_rate(), step, steps_per_epoch);
       for (size_t g = 0; g < base_lr.size(); ++g) {
         optimizer->param_groups()[g].options().set_lr(base_lr[g] * factor);
       }
       optimizer->zero_grad();
-      ASSIGN_OR_RETURN(StepOutput output, strategy->ForwardBackward(*model, batch->images,
-                                                                     batch->labels, loss_function));
+      for (int k = 0; k < accumulate; ++k) {
+        const Batch& batch = batches[k];
+        strategy->SetGradientSynchronization(k + 1 == accumulate);
+        ASSIGN_OR_RETURN(StepOutput output, strategy->ForwardBackward(*model, batch.images,
+                                                                       batch.labels, loss_function));
+        const int64_t n = batch.labels.size(0);
+        const double batch_loss = output.loss.item<double>() * accumulate;
+        const double batch_correct = output.logits.argmax(1).eq(batch.labels).sum().item<double>();
+        loss_sum += batch_loss * n;
+        correct += batch_correct;
+        seen += n;
+        window_loss += batch_loss * n;
+        window_correct += batch_correct;
+        window_seen += n;
+      }
       RETURN_IF_ERROR(CallTorch("optimizer step", [&] { optimizer->step(); }));
       ++step;
       ++epoch_steps;
-      const int64_t n = batch->labels.size(0);
-      const double batch_loss = output.loss.item<double>();
-      const double batch_correct = output.logits.argmax(1).eq(batch->labels).sum().item<double>();
-      loss_sum += batch_loss * n;
-      correct += batch_correct;
-      seen += n;
-      window_loss += batch_loss * n;
-      window_correct += batch_correct;
-      window_seen += n;
       if (step % trainer.log_interval() == 0 || step == total_steps) {
         const double elapsed = SecondsSince(epoch_start);
         const double rate = seen * strategy->world_size() / std::max(elapsed, 1e-9);

@@ -138,20 +138,25 @@ class DdpStrategy : public Strategy {
         std::vector<at::Tensor> buffers = model.buffers();
         if (!buffers.empty()) BroadcastCoalesced(buffers);
       }
-      for (Bucket& bucket : buckets_) {
-        bucket.ready = 0;
-        bucket.launched = false;
-        bucket.work.reset();
-        bucket.flat.zero_();
+      if (synchronize_) {
+        for (Bucket& bucket : buckets_) {
+          bucket.ready = 0;
+          bucket.launched = false;
+          bucket.work.reset();
+          bucket.flat.zero_();
+        }
+        next_to_launch_ = 0;
+        received_.assign(parameters_.size(), false);
       }
-      next_to_launch_ = 0;
       torch::Tensor logits = model.forward(images);
       torch::Tensor loss = loss_function(logits, labels);
       loss.backward();
-      FinishGradients();
+      if (synchronize_) FinishGradients();
       return StepOutput{loss.detach(), logits.detach()};
     });
   }
+
+  void SetGradientSynchronization(bool enabled) override { synchronize_ = enabled; }
 
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
     return CallTorch("ddp: inference", [&] { return model.forward(images); });
@@ -220,11 +225,18 @@ class DdpStrategy : public Strategy {
   }
 
   // Called by autograd with parameter i's gradient for this backward pass.
+  // Without synchronisation autograd just accumulates it into .grad; with it,
+  // the bucket gets what was accumulated so far plus this pass's gradient.
   void OnGradient(size_t i, const at::Tensor& grad) {
+    if (!synchronize_) return;
     std::lock_guard<std::mutex> lock(mutex_);
     Bucket& bucket = buckets_[bucket_of_[i]];
     const size_t j = position_in_bucket_[i];
-    bucket.flat.narrow(0, bucket.offsets[j], grad.numel()).copy_(grad.reshape({-1}));
+    at::Tensor slot = bucket.flat.narrow(0, bucket.offsets[j], grad.numel());
+    slot.copy_(grad.reshape({-1}));
+    const at::Tensor& accumulated = parameters_[i].grad();
+    if (accumulated.defined()) slot.add_(accumulated.reshape({-1}));
+    received_[i] = true;
     ++bucket.ready;
     LaunchReadyBuckets();
   }
@@ -250,7 +262,16 @@ class DdpStrategy : public Strategy {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) {
-        Launch(buckets_[next_to_launch_]);
+        // A parameter this pass did not reach may still hold gradients of
+        // earlier accumulated passes.
+        Bucket& bucket = buckets_[next_to_launch_];
+        for (size_t j = 0; j < bucket.parameters.size(); ++j) {
+          const at::Tensor& p = parameters_[bucket.parameters[j]];
+          if (!received_[bucket.parameters[j]] && p.grad().defined()) {
+            bucket.flat.narrow(0, bucket.offsets[j], p.numel()).copy_(p.grad().reshape({-1}));
+          }
+        }
+        Launch(bucket);
       }
     }
     torch::NoGradGuard no_grad;
@@ -278,6 +299,8 @@ class DdpStrategy : public Strategy {
   std::vector<size_t> bucket_of_;
   std::vector<size_t> position_in_bucket_;
   size_t next_to_launch_ = 0;
+  bool synchronize_ = true;
+  std::vector<bool> received_;  // which parameters' hooks ran in this pass
   std::mutex mutex_;
 };
 

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "gmock/gmock.h"
+#include "absl/status/status.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/testing/plugin_test_util.h"
@@ -134,6 +135,59 @@ TEST(DdpTest, GradientsEqualTheSingleProcessGradientOfTheWholeBatch) {
   EXPECT_TRUE(grads[0]["unused"].equal(torch::zeros({2})));
   EXPECT_EQ(sums[0], (std::vector<double>{3.0, 20.0}));
   EXPECT_EQ(sums[1], (std::vector<double>{3.0, 20.0}));
+}
+
+TEST(DdpTest, AccumulatedMicroBatchesAverageLikeOneBigBatch) {
+  torch::manual_seed(0);
+  const torch::Tensor images = torch::randn({8, 1, 2, 2});
+  const torch::Tensor labels = torch::randint(0, 3, {8}, torch::kLong);
+  const int port = FreePort();
+  std::vector<std::unique_ptr<TwoLayers>> models(2);
+  std::vector<std::string> errors(2);
+  // Each rank: two micro-batches of 2 samples, the loss of each halved.
+  auto half_loss = [](const torch::Tensor& logits, const torch::Tensor& labels) {
+    return CrossEntropy(logits, labels) / 2;
+  };
+  auto run_rank = [&](int rank) {
+    auto strategy = testing::CreatePlugin<Strategy>(kDdp, RankContext(rank, port));
+    if (!strategy.ok()) {
+      errors[rank] = std::string(strategy.status().message());
+      return;
+    }
+    models[rank] = std::make_unique<TwoLayers>();
+    absl::Status status = (*strategy)->Prepare(*models[rank]);
+    for (int micro = 0; micro < 2 && status.ok(); ++micro) {
+      (*strategy)->SetGradientSynchronization(micro == 1);
+      const int64_t start = 4 * rank + 2 * micro;
+      status = (*strategy)
+                   ->ForwardBackward(*models[rank], images.narrow(0, start, 2),
+                                     labels.narrow(0, start, 2), half_loss)
+                   .status();
+    }
+    if (!status.ok()) errors[rank] = std::string(status.message());
+  };
+  {
+    std::thread rank0(run_rank, 0);
+    std::thread rank1(run_rank, 1);
+    rank0.join();
+    rank1.join();
+  }
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  TwoLayers reference;
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& p : models[0]->named_parameters()) {
+      reference.named_parameters()[p.key()].copy_(p.value());
+    }
+  }
+  CrossEntropy(reference.forward(images), labels).backward();
+  for (const auto& p : reference.named_parameters()) {
+    if (p.key() == "unused") continue;
+    const torch::Tensor& grad0 = models[0]->named_parameters()[p.key()].grad();
+    EXPECT_TRUE(torch::allclose(grad0, p.value().grad(), 1e-5, 1e-6)) << p.key();
+    EXPECT_TRUE(grad0.equal(models[1]->named_parameters()[p.key()].grad())) << p.key();
+  }
 }
 
 TEST(DdpTest, MissingRankSaysHowToLaunch) {

@@ -1,0 +1,351 @@
+// model `efficientnet`: torchvision's EfficientNet (v1; MBConv blocks with
+// squeeze-and-excitation, SiLU, stochastic depth in training). Submodules
+// carry torchvision's attribute names and registration order, and the
+// parameter-free layers torchvision keeps in its Sequentials (activations,
+// Dropout) hold their index here too, so named_parameters() and
+// named_buffers() give exactly the keys and shapes of torchvision's
+// state_dict() and checkpoints can be exchanged with
+// torchvision.models.efficientnet_b0; the test checks this against fixtures
+// written by tools/fixtures/torchvision_state_dict_keys.py, and checks the
+// logits against torchvision's for the same weights. Initialisation is
+// torchvision's too.
+//
+// Only B0 so far. B1..B7 are torchvision's B0 stages scaled by a row of
+// kScalings; adding one is its enum value, its row and its test fixtures.
+//
+//   model {
+//     name: "efficientnet"
+//     options {
+//       [type.googleapis.com/pipeline.EfficientNetOptions] { variant: B0 dropout: 0.3 }
+//     }
+//   }
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "pipeline/interfaces/model.h"
+#include "plugins/models/efficientnet/efficientnet.pb.h"
+#include "torch/nn/init.h"
+#include "torch/nn/modules/batchnorm.h"
+#include "torch/nn/modules/container/sequential.h"
+#include "torch/nn/modules/conv.h"
+#include "torch/nn/modules/dropout.h"
+#include "torch/nn/modules/linear.h"
+
+namespace pipeline {
+namespace {
+
+// torchvision's compound scaling of the B0 network for one variant, with the
+// variant's defaults that differ between variants.
+struct Scaling {
+  EfficientNetOptions::Variant variant;
+  double width_multiplier;  // on every channel count
+  double depth_multiplier;  // on every stage's block count
+  double dropout;           // torchvision's default
+  double norm_eps;
+  double norm_momentum;
+};
+
+// torchvision 0.14's others, for when their enum values are added:
+//   B1 1.0 1.1 0.2 | B2 1.1 1.2 0.3 | B3 1.2 1.4 0.3 | B4 1.4 1.8 0.4 |
+//   B5 1.6 2.2 0.4 | B6 1.8 2.6 0.5 | B7 2.0 3.1 0.5, and B5..B7 with
+//   BatchNorm eps 0.001, momentum 0.01.
+constexpr Scaling kScalings[] = {
+    {EfficientNetOptions::B0, 1.0, 1.0, 0.2, 1e-5, 0.1},
+};
+
+const Scaling* FindScaling(EfficientNetOptions::Variant variant) {
+  for (const Scaling& scaling : kScalings) {
+    if (scaling.variant == variant) return &scaling;
+  }
+  return nullptr;
+}
+
+// One stage of table 1 of the EfficientNet paper: B0's channels and depth,
+// before scaling.
+struct StageConfig {
+  int64_t expand_ratio;
+  int64_t kernel_size;
+  int64_t stride;  // of the stage's first block
+  int64_t input_channels;
+  int64_t out_channels;
+  int64_t blocks;
+};
+
+constexpr StageConfig kStages[] = {
+    {1, 3, 1, 32, 16, 1},  {6, 3, 2, 16, 24, 2},   {6, 5, 2, 24, 40, 2},   {6, 3, 2, 40, 80, 3},
+    {6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4}, {6, 3, 1, 192, 320, 1},
+};
+
+// torchvision's _make_divisible (from the TensorFlow original): `value`
+// rounded to the nearest multiple of `divisor`, at least `divisor`, and never
+// more than 10% below `value`.
+int64_t MakeDivisible(double value, int64_t divisor = 8) {
+  int64_t rounded =
+      std::max(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
+  if (rounded < 0.9 * value) rounded += divisor;
+  return rounded;
+}
+
+// torchvision's Conv2dNormActivation: children "0" (a bias-free conv, padded
+// to keep the size at stride 1) and "1" (BatchNorm); its SiLU ("2") has no
+// state, so it is applied in forward().
+class ConvNormActivationImpl : public torch::nn::Module {
+ public:
+  ConvNormActivationImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                         int64_t stride, int64_t groups, bool silu,
+                         const torch::nn::BatchNorm2dOptions& norm)
+      : silu_(silu) {
+    conv_ = register_module(
+        "0", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel_size)
+                                   .stride(stride)
+                                   .padding((kernel_size - 1) / 2)
+                                   .groups(groups)
+                                   .bias(false)));
+    torch::nn::BatchNorm2dOptions norm_options = norm;
+    norm_options.num_features(out_channels);
+    norm_ = register_module("1", torch::nn::BatchNorm2d(norm_options));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = norm_(conv_(x));
+    return silu_ ? torch::silu_(y) : y;
+  }
+
+ private:
+  bool silu_;
+  torch::nn::Conv2d conv_{nullptr};
+  torch::nn::BatchNorm2d norm_{nullptr};
+};
+TORCH_MODULE(ConvNormActivation);
+
+// torchvision's SqueezeExcitation with EfficientNet's activations: SiLU
+// between fc1 and fc2, sigmoid for the channel scale.
+class SqueezeExcitationImpl : public torch::nn::Module {
+ public:
+  SqueezeExcitationImpl(int64_t channels, int64_t squeeze_channels) {
+    fc1_ = register_module("fc1", torch::nn::Conv2d(channels, squeeze_channels, 1));
+    fc2_ = register_module("fc2", torch::nn::Conv2d(squeeze_channels, channels, 1));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor scale = torch::adaptive_avg_pool2d(x, {1, 1});
+    scale = fc1_(scale);
+    scale = fc2_(torch::silu_(scale));
+    return scale.sigmoid() * x;
+  }
+
+ private:
+  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};
+};
+TORCH_MODULE(SqueezeExcitation);
+
+// torchvision.ops.stochastic_depth in "row" mode: in training, zeroes the
+// branch for each image with probability p and scales the survivors by
+// 1 / (1 - p), so its expectation is unchanged.
+torch::Tensor StochasticDepth(const torch::Tensor& x, double p, bool training) {
+  if (!training || p == 0.0) return x;
+  const double survival = 1.0 - p;
+  std::vector<int64_t> size(x.dim(), 1);
+  size[0] = x.size(0);
+  torch::Tensor keep = torch::empty(size, x.options()).bernoulli_(survival);
+  if (survival > 0.0) keep.div_(survival);
+  return x * keep;
+}
+
+// torchvision's MBConv: an optional 1x1 expansion, a depthwise conv,
+// squeeze-and-excitation and a linear 1x1 projection, all in `block`; where
+// the shape allows, the input is added back to the branch, which stochastic
+// depth drops now and then in training. (torchvision's `stochastic_depth`
+// submodule has no state, so it is a function here.)
+class MBConvImpl : public torch::nn::Module {
+ public:
+  MBConvImpl(int64_t in_channels, int64_t out_channels, int64_t expand_ratio, int64_t kernel_size,
+             int64_t stride, double stochastic_depth_prob,
+             const torch::nn::BatchNorm2dOptions& norm)
+      : use_residual_(stride == 1 && in_channels == out_channels),
+        stochastic_depth_prob_(stochastic_depth_prob) {
+    const int64_t expanded = MakeDivisible(static_cast<double>(in_channels * expand_ratio));
+    torch::nn::Sequential block;
+    if (expanded != in_channels) {
+      block->push_back(ConvNormActivation(in_channels, expanded, 1, 1, 1, /*silu=*/true, norm));
+    }
+    block->push_back(ConvNormActivation(expanded, expanded, kernel_size, stride,
+                                        /*groups=*/expanded, /*silu=*/true, norm));
+    block->push_back(SqueezeExcitation(expanded, std::max<int64_t>(1, in_channels / 4)));
+    block->push_back(ConvNormActivation(expanded, out_channels, 1, 1, 1, /*silu=*/false, norm));
+    block_ = register_module("block", block);
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor result = block_->forward(x);
+    if (use_residual_) {
+      result = StochasticDepth(result, stochastic_depth_prob_, is_training());
+      result += x;
+    }
+    return result;
+  }
+
+ private:
+  bool use_residual_;
+  double stochastic_depth_prob_;
+  torch::nn::Sequential block_{nullptr};
+};
+TORCH_MODULE(MBConv);
+
+// One stage of blocks, torchvision's inner nn.Sequential: its blocks are
+// children "0", "1", ... (a LibTorch Sequential cannot hold another).
+class StageImpl : public torch::nn::Module {
+ public:
+  void Add(MBConv block) {
+    blocks_.push_back(register_module(std::to_string(blocks_.size()), block));
+  }
+
+  torch::Tensor forward(torch::Tensor x) {
+    for (MBConv& block : blocks_) x = block->forward(x);
+    return x;
+  }
+
+ private:
+  std::vector<MBConv> blocks_;
+};
+TORCH_MODULE(Stage);
+
+class EfficientNet : public Model {
+ public:
+  EfficientNet(const Scaling& scaling, int64_t num_classes, int64_t in_channels, double dropout,
+               double stochastic_depth_prob) {
+    const torch::nn::BatchNorm2dOptions norm =
+        torch::nn::BatchNorm2dOptions(1).eps(scaling.norm_eps).momentum(scaling.norm_momentum);
+    auto channels = [&scaling](int64_t base) {
+      return MakeDivisible(base * scaling.width_multiplier);
+    };
+    auto depth = [&scaling](int64_t base) {
+      return static_cast<int64_t>(std::ceil(base * scaling.depth_multiplier));
+    };
+
+    torch::nn::Sequential features;
+    features->push_back(ConvNormActivation(in_channels, channels(kStages[0].input_channels), 3,
+                                           /*stride=*/2, 1, /*silu=*/true, norm));
+    int64_t total_blocks = 0;
+    for (const StageConfig& stage : kStages) total_blocks += depth(stage.blocks);
+    // Stochastic depth grows linearly with the block's position in the
+    // network, from 0 for the first.
+    int64_t block_index = 0;
+    for (const StageConfig& stage : kStages) {
+      Stage blocks;
+      for (int64_t i = 0; i < depth(stage.blocks); ++i, ++block_index) {
+        const int64_t block_in =
+            i == 0 ? channels(stage.input_channels) : channels(stage.out_channels);
+        blocks->Add(MBConv(block_in, channels(stage.out_channels), stage.expand_ratio,
+                           stage.kernel_size, i == 0 ? stage.stride : 1,
+                           stochastic_depth_prob * block_index / total_blocks, norm));
+      }
+      features->push_back(blocks);
+    }
+    const int64_t last_conv_in = channels(kStages[std::size(kStages) - 1].out_channels);
+    const int64_t last_conv_out = 4 * last_conv_in;
+    features->push_back(
+        ConvNormActivation(last_conv_in, last_conv_out, 1, 1, 1, /*silu=*/true, norm));
+    features_ = register_module("features", features);
+    // torchvision's `avgpool` has no state and is applied in forward().
+    classifier_ = register_module(
+        "classifier", torch::nn::Sequential(torch::nn::Dropout(torch::nn::DropoutOptions(dropout)),
+                                            torch::nn::Linear(last_conv_out, num_classes)));
+    InitialiseLikeTorchvision();
+  }
+
+  torch::Tensor forward(const torch::Tensor& images) override {
+    torch::Tensor x = features_->forward(images);
+    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    return classifier_->forward(x);
+  }
+
+ private:
+  // LibTorch's BatchNorm2d already starts at weight 1, bias 0, as
+  // torchvision sets it.
+  void InitialiseLikeTorchvision() {
+    for (const auto& module : modules(/*include_self=*/false)) {
+      if (auto* conv = module->as<torch::nn::Conv2d>()) {
+        torch::nn::init::kaiming_normal_(conv->weight, /*a=*/0, torch::kFanOut);
+        if (conv->bias.defined()) torch::nn::init::zeros_(conv->bias);
+      } else if (auto* linear = module->as<torch::nn::Linear>()) {
+        const double range = 1.0 / std::sqrt(static_cast<double>(linear->options.out_features()));
+        torch::nn::init::uniform_(linear->weight, -range, range);
+        torch::nn::init::zeros_(linear->bias);
+      }
+    }
+  }
+
+  torch::nn::Sequential features_{nullptr};
+  torch::nn::Sequential classifier_{nullptr};
+};
+
+absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
+  if (FindScaling(options.variant()) == nullptr) {
+    std::vector<std::string> variants;
+    for (const Scaling& scaling : kScalings) {
+      variants.push_back(EfficientNetOptions::Variant_Name(scaling.variant));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("variant: ", EfficientNetOptions::Variant_Name(options.variant()),
+                     " is not built yet; choose ", absl::StrJoin(variants, ", ")));
+  }
+  if (options.num_classes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_classes: ", options.num_classes(),
+                     " is negative; set a count, or 0 for the training data's classes"));
+  }
+  if (options.in_channels() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("in_channels: ", options.in_channels(),
+                     " is negative; set a count, or 0 for the training samples' channels"));
+  }
+  if (!(options.dropout() >= 0 && options.dropout() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dropout: ", options.dropout(), " is not a probability; choose a value from 0 to 1"));
+  }
+  if (!(options.stochastic_depth_prob() >= 0 && options.stochastic_depth_prob() <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stochastic_depth_prob: ", options.stochastic_depth_prob(),
+                     " is not a probability; choose a value from 0 to 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateEfficientNet(const EfficientNetOptions& options,
+                                                          const ModelContext& context) {
+  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
+  if (num_classes <= 0) {
+    return absl::InvalidArgumentError(
+        "num_classes: 0 takes the training data's class count, but it gives none; set "
+        "num_classes");
+  }
+  const int64_t in_channels =
+      options.in_channels() ? options.in_channels() : context.input_channels;
+  if (in_channels <= 0) {
+    return absl::InvalidArgumentError(
+        "in_channels: 0 takes the training samples' channel count, but they give none; set "
+        "in_channels");
+  }
+  const Scaling& scaling = *FindScaling(options.variant());
+  return std::make_unique<EfficientNet>(scaling, num_classes, in_channels,
+                                        options.has_dropout() ? options.dropout() : scaling.dropout,
+                                        options.stochastic_depth_prob());
+}
+
+PIPELINE_REGISTER_PLUGIN(Model, "efficientnet", EfficientNetOptions,
+                         "EfficientNet-B0 with torchvision's state_dict keys and init",
+                         CreateEfficientNet, ValidateEfficientNetOptions);
+
+}  // namespace
+}  // namespace pipeline

@@ -1,0 +1,237 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/state_dict_fixture.h"
+#include "torch/utils.h"
+
+namespace pipeline {
+namespace {
+
+constexpr char kTestdata[] = "plugins/models/efficientnet/testdata/";
+
+absl::StatusOr<std::unique_ptr<Model>> MakeEfficientNet(const std::string& options,
+                                                        const ModelContext& context = {}) {
+  return testing::CreatePlugin<Model>(
+      absl::StrCat("name: \"efficientnet\" options { "
+                   "[type.googleapis.com/pipeline.EfficientNetOptions] { ",
+                   options, " } }"),
+      context);
+}
+
+std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
+  const torch::Tensor* parameter = model.named_parameters().find(key);
+  if (parameter == nullptr) {
+    ADD_FAILURE() << "no parameter " << key;
+    return {};
+  }
+  return parameter->sizes().vec();
+}
+
+// `n` values in [-1, 1) from a 32-bit integer hash of (index, seed), exactly
+// as hash_wave() in
+// plugins/models/mobilenet_v2/testdata/torchvision_parity_logits.py computes
+// them: integer arithmetic only, so both sides agree bit for bit.
+torch::Tensor HashWave(int64_t n, int64_t seed) {
+  torch::Tensor h = torch::bitwise_and(
+      torch::arange(n, torch::kInt64) * int64_t{2654435761} + seed * 40503, int64_t{0xFFFFFFFF});
+  for (int round = 0; round < 2; ++round) {
+    h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
+    h = torch::bitwise_and(h * int64_t{0x45D9F3B}, int64_t{0xFFFFFFFF});
+  }
+  h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
+  return h.to(torch::kFloat64) / 2147483648.0 - 1.0;
+}
+
+// Sets every floating state_dict entry from its key and shape alone, as
+// deterministic_value() in the script does, so both sides hold the same
+// weights without sharing a checkpoint.
+void FillDeterministically(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  auto fill = [](const std::string& key, torch::Tensor tensor) {
+    if (!tensor.is_floating_point()) return;
+    int64_t key_sum = 0;
+    for (unsigned char c : key) key_sum += c;
+    const int64_t n = tensor.numel();
+    const torch::Tensor wave = HashWave(n, key_sum);
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    torch::Tensor value;
+    if (leaf == "running_var") {
+      value = 1.0 + 0.5 * wave;
+    } else if (leaf == "running_mean") {
+      value = 0.02 * wave;
+    } else if (tensor.dim() == 1 && leaf == "weight") {
+      value = 1.0 + 0.2 * wave;
+    } else if (tensor.dim() == 1) {
+      value = 0.02 * wave;
+    } else {
+      value = wave * std::sqrt(6.0 / static_cast<double>(n / tensor.size(0)));
+    }
+    tensor.copy_(value.reshape(tensor.sizes()));
+  };
+  for (const auto& parameter : model.named_parameters()) fill(parameter.key(), parameter.value());
+  for (const auto& buffer : model.named_buffers()) fill(buffer.key(), buffer.value());
+}
+
+torch::Tensor DeterministicInput() {
+  return HashWave(2 * 3 * 64 * 64, 1).reshape({2, 3, 64, 64}).to(torch::kFloat32);
+}
+
+// One row of logits per line, as torchvision_parity_logits.py writes them.
+torch::Tensor ReadLogits(const std::string& path) {
+  std::ifstream file(path);
+  EXPECT_TRUE(file.good()) << "cannot read " << path;
+  std::vector<torch::Tensor> rows;
+  std::string line;
+  while (std::getline(file, line)) {
+    std::istringstream fields(line);
+    std::vector<double> row;
+    for (double value; fields >> value;) row.push_back(value);
+    rows.push_back(torch::tensor(row, torch::kFloat64));
+  }
+  return rows.empty() ? torch::Tensor() : torch::stack(rows).to(torch::kFloat32);
+}
+
+TEST(EfficientNetTest, StateDictMatchesTorchvision) {
+  auto model = MakeEfficientNet("variant: B0 num_classes: 1000 in_channels: 3");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(testing::StateDictMatchesFixture(
+      **model, absl::StrCat(kTestdata, "torchvision_efficientnet_b0_state_dict.txt")));
+}
+
+TEST(EfficientNetTest, LogitsMatchTorchvisionForTheSameWeights) {
+  auto model = MakeEfficientNet("variant: B0 num_classes: 10 in_channels: 3");
+  ASSERT_TRUE(model.ok()) << model.status();
+  FillDeterministically(**model);
+  (*model)->eval();
+  const torch::Tensor expected =
+      ReadLogits(absl::StrCat(kTestdata, "torchvision_efficientnet_b0_parity_logits.txt"));
+  ASSERT_TRUE(expected.defined());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor logits = (*model)->forward(DeterministicInput());
+  ASSERT_EQ(logits.sizes(), expected.sizes());
+  // The same kernels run on both sides, so the logits agree to the last bit
+  // here; the tolerance leaves room for another CPU or thread count.
+  const double tolerance = 2e-5 * expected.abs().max().item<double>();
+  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
+      << "C++:\n"
+      << logits << "\ntorchvision:\n"
+      << expected;
+}
+
+TEST(EfficientNetTest, TakesClassesAndChannelsFromTheContext) {
+  auto model = MakeEfficientNet("", ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{2, 1280}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 3, 3, 3}));
+}
+
+TEST(EfficientNetTest, OptionsOverrideTheContext) {
+  auto model = MakeEfficientNet("num_classes: 5 in_channels: 1",
+                                ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{5, 1280}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 1, 3, 3}));
+}
+
+TEST(EfficientNetTest, ForwardGivesOneLogitPerClass) {
+  auto model = MakeEfficientNet("", ModelContext{/*num_classes=*/10, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 64, 64}));
+  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+}
+
+TEST(EfficientNetTest, InitialisesLikeTorchvision) {
+  auto model = MakeEfficientNet("", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto parameters = (*model)->named_parameters();
+  // Kaiming normal, fan_out: the 1x1 head conv 320 -> 1280 gives std
+  // sqrt(2 / 1280) (fan_in would give sqrt(2 / 320)).
+  EXPECT_NEAR(parameters["features.8.0.weight"].std().item<double>(), std::sqrt(2.0 / 1280), 0.002);
+  EXPECT_TRUE(parameters["features.1.0.block.1.fc1.bias"].eq(0).all().item<bool>());
+  // The classifier: uniform in +-1 / sqrt(out_features), so std
+  // 1 / sqrt(3 * 10).
+  const torch::Tensor classifier = parameters["classifier.1.weight"];
+  EXPECT_LE(classifier.abs().max().item<double>(), 1 / std::sqrt(10.0));
+  EXPECT_NEAR(classifier.std().item<double>(), 1 / std::sqrt(30.0), 0.005);
+  EXPECT_TRUE(parameters["classifier.1.bias"].eq(0).all().item<bool>());
+  EXPECT_TRUE(parameters["features.0.1.weight"].eq(1).all().item<bool>());
+}
+
+TEST(EfficientNetTest, StochasticDepthDropsResidualBranchesInTrainingOnly) {
+  torch::manual_seed(0);
+  const torch::Tensor input = torch::randn({2, 3, 64, 64});
+  torch::NoGradGuard no_grad;
+
+  // In training (BatchNorm on batch statistics, dropout off) two passes
+  // differ only where stochastic depth drew differently.
+  auto dropping = MakeEfficientNet("dropout: 0 stochastic_depth_prob: 0.9", ModelContext{10, 3});
+  ASSERT_TRUE(dropping.ok()) << dropping.status();
+  EXPECT_FALSE(torch::equal((*dropping)->forward(input), (*dropping)->forward(input)));
+  (*dropping)->eval();
+  EXPECT_TRUE(torch::equal((*dropping)->forward(input), (*dropping)->forward(input)));
+
+  auto keeping = MakeEfficientNet("dropout: 0 stochastic_depth_prob: 0", ModelContext{10, 3});
+  ASSERT_TRUE(keeping.ok()) << keeping.status();
+  EXPECT_TRUE(torch::equal((*keeping)->forward(input), (*keeping)->forward(input)));
+}
+
+TEST(EfficientNetTest, DropoutActsInTrainingOnly) {
+  // Dropping every feature leaves only the classifier's bias, which starts
+  // at 0.
+  auto model = MakeEfficientNet("dropout: 1", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor input = torch::randn({2, 3, 64, 64});
+  EXPECT_TRUE((*model)->forward(input).eq(0).all().item<bool>());
+  (*model)->eval();
+  EXPECT_FALSE((*model)->forward(input).eq(0).all().item<bool>());
+}
+
+TEST(EfficientNetTest, RejectsNegativeCounts) {
+  EXPECT_EQ(MakeEfficientNet("num_classes: -1", ModelContext{10, 3}).status().message(),
+            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
+            "classes");
+  EXPECT_EQ(MakeEfficientNet("in_channels: -3", ModelContext{10, 3}).status().message(),
+            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
+            "channels");
+}
+
+TEST(EfficientNetTest, RejectsProbabilitiesOutsideZeroToOne) {
+  auto dropout = MakeEfficientNet("dropout: 1.5", ModelContext{10, 3});
+  EXPECT_EQ(dropout.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dropout.status().message(),
+            "options: dropout: 1.5 is not a probability; choose a value from 0 to 1");
+  auto depth = MakeEfficientNet("stochastic_depth_prob: -0.2", ModelContext{10, 3});
+  EXPECT_EQ(depth.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(depth.status().message(),
+            "options: stochastic_depth_prob: -0.2 is not a probability; choose a value from 0 "
+            "to 1");
+}
+
+TEST(EfficientNetTest, NeedsClassesAndChannelsFromOptionsOrContext) {
+  auto no_classes = MakeEfficientNet("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
+  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_classes.status().message(),
+            "model \"efficientnet\": num_classes: 0 takes the training data's class count, but "
+            "it gives none; set num_classes");
+
+  auto no_channels = MakeEfficientNet("num_classes: 10", ModelContext{});
+  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_channels.status().message(),
+            "model \"efficientnet\": in_channels: 0 takes the training samples' channel count, "
+            "but they give none; set in_channels");
+}
+
+}  // namespace
+}  // namespace pipeline

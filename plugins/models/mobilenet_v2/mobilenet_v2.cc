@@ -1,0 +1,213 @@
+// model `mobilenet_v2`: torchvision's MobileNetV2 (inverted residual blocks
+// with linear bottlenecks, ReLU6). Submodules carry torchvision's attribute
+// names and registration order, and the parameter-free layers torchvision
+// keeps in its Sequentials (ReLU6, Dropout) hold their index here too, so
+// named_parameters() and named_buffers() give exactly the keys and shapes of
+// torchvision's state_dict() and checkpoints can be exchanged with
+// torchvision.models.mobilenet_v2; the test checks this against fixtures
+// written by tools/fixtures/torchvision_state_dict_keys.py, and checks the
+// logits against torchvision's for the same weights. Initialisation is
+// torchvision's too.
+//
+//   model {
+//     name: "mobilenet_v2"
+//     options {
+//       [type.googleapis.com/pipeline.MobileNetV2Options] { width_multiplier: 0.5 }
+//     }
+//   }
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "pipeline/interfaces/model.h"
+#include "plugins/models/mobilenet_v2/mobilenet_v2.pb.h"
+#include "torch/nn/init.h"
+#include "torch/nn/modules/batchnorm.h"
+#include "torch/nn/modules/container/sequential.h"
+#include "torch/nn/modules/conv.h"
+#include "torch/nn/modules/dropout.h"
+#include "torch/nn/modules/linear.h"
+
+namespace pipeline {
+namespace {
+
+// torchvision's _make_divisible (from the TensorFlow original): `value`
+// rounded to the nearest multiple of `divisor`, at least `divisor`, and never
+// more than 10% below `value`.
+int64_t MakeDivisible(double value, int64_t divisor = 8) {
+  int64_t rounded =
+      std::max(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
+  if (rounded < 0.9 * value) rounded += divisor;
+  return rounded;
+}
+
+// Bias-free (a BatchNorm follows) and padded to keep the size at stride 1.
+// The weights are initialised once the whole model is built, as torchvision
+// does.
+torch::nn::Conv2d Conv(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                       int64_t stride = 1, int64_t groups = 1) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel_size)
+                               .stride(stride)
+                               .padding((kernel_size - 1) / 2)
+                               .groups(groups)
+                               .bias(false));
+}
+
+// torchvision's Conv2dNormActivation with ReLU6: children "0" (conv) and "1"
+// (BatchNorm); its ReLU6 ("2") has no state, so it is applied in forward().
+class ConvBnReLU6Impl : public torch::nn::Module {
+ public:
+  ConvBnReLU6Impl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                  int64_t stride = 1, int64_t groups = 1) {
+    conv_ = register_module("0", Conv(in_channels, out_channels, kernel_size, stride, groups));
+    norm_ = register_module("1", torch::nn::BatchNorm2d(out_channels));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) { return norm_(conv_(x)).clamp_(0, 6); }
+
+ private:
+  torch::nn::Conv2d conv_{nullptr};
+  torch::nn::BatchNorm2d norm_{nullptr};
+};
+TORCH_MODULE(ConvBnReLU6);
+
+// torchvision's InvertedResidual: an optional 1x1 expansion, a 3x3 depthwise
+// conv and a linear 1x1 projection, all in `conv`; the input is added back
+// where the shape allows.
+class InvertedResidualImpl : public torch::nn::Module {
+ public:
+  InvertedResidualImpl(int64_t in_channels, int64_t out_channels, int64_t stride,
+                       int64_t expand_ratio)
+      : use_residual_(stride == 1 && in_channels == out_channels) {
+    const int64_t hidden = in_channels * expand_ratio;
+    torch::nn::Sequential conv;
+    if (expand_ratio != 1) conv->push_back(ConvBnReLU6(in_channels, hidden, 1));
+    conv->push_back(ConvBnReLU6(hidden, hidden, 3, stride, /*groups=*/hidden));
+    conv->push_back(Conv(hidden, out_channels, 1));
+    conv->push_back(torch::nn::BatchNorm2d(out_channels));
+    conv_ = register_module("conv", conv);
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    return use_residual_ ? x + conv_->forward(x) : conv_->forward(x);
+  }
+
+ private:
+  bool use_residual_;
+  torch::nn::Sequential conv_{nullptr};
+};
+TORCH_MODULE(InvertedResidual);
+
+struct Stage {
+  int64_t expand_ratio;  // t
+  int64_t channels;      // c
+  int64_t blocks;        // n
+  int64_t stride;        // s, of the stage's first block
+};
+
+constexpr Stage kStages[] = {
+    {1, 16, 1, 1}, {6, 24, 2, 2},  {6, 32, 3, 2},  {6, 64, 4, 2},
+    {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1},
+};
+
+class MobileNetV2 : public Model {
+ public:
+  MobileNetV2(int64_t num_classes, int64_t in_channels, double width_multiplier, double dropout) {
+    int64_t channels = MakeDivisible(32 * width_multiplier);
+    const int64_t last_channels = MakeDivisible(1280 * std::max(1.0, width_multiplier));
+    torch::nn::Sequential features;
+    features->push_back(ConvBnReLU6(in_channels, channels, 3, /*stride=*/2));
+    for (const Stage& stage : kStages) {
+      const int64_t out_channels = MakeDivisible(stage.channels * width_multiplier);
+      for (int64_t block = 0; block < stage.blocks; ++block) {
+        features->push_back(InvertedResidual(channels, out_channels, block == 0 ? stage.stride : 1,
+                                             stage.expand_ratio));
+        channels = out_channels;
+      }
+    }
+    features->push_back(ConvBnReLU6(channels, last_channels, 1));
+    features_ = register_module("features", features);
+    classifier_ = register_module(
+        "classifier", torch::nn::Sequential(torch::nn::Dropout(torch::nn::DropoutOptions(dropout)),
+                                            torch::nn::Linear(last_channels, num_classes)));
+    InitialiseLikeTorchvision();
+  }
+
+  torch::Tensor forward(const torch::Tensor& images) override {
+    torch::Tensor x = features_->forward(images);
+    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    return classifier_->forward(x);
+  }
+
+ private:
+  // LibTorch's BatchNorm2d already starts at weight 1, bias 0, as
+  // torchvision sets it.
+  void InitialiseLikeTorchvision() {
+    for (const auto& module : modules(/*include_self=*/false)) {
+      if (auto* conv = module->as<torch::nn::Conv2d>()) {
+        torch::nn::init::kaiming_normal_(conv->weight, /*a=*/0, torch::kFanOut);
+        if (conv->bias.defined()) torch::nn::init::zeros_(conv->bias);
+      } else if (auto* linear = module->as<torch::nn::Linear>()) {
+        torch::nn::init::normal_(linear->weight, 0, 0.01);
+        torch::nn::init::zeros_(linear->bias);
+      }
+    }
+  }
+
+  torch::nn::Sequential features_{nullptr};
+  torch::nn::Sequential classifier_{nullptr};
+};
+
+absl::Status ValidateMobileNetV2Options(const MobileNetV2Options& options) {
+  if (options.num_classes() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_classes: ", options.num_classes(),
+                     " is negative; set a count, or 0 for the training data's classes"));
+  }
+  if (options.in_channels() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("in_channels: ", options.in_channels(),
+                     " is negative; set a count, or 0 for the training samples' channels"));
+  }
+  if (!(options.width_multiplier() > 0) || !std::isfinite(options.width_multiplier())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("width_multiplier: ", options.width_multiplier(),
+                     " is not a positive factor; set one such as 0.5, 1.0 or 1.4"));
+  }
+  if (!(options.dropout() >= 0 && options.dropout() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dropout: ", options.dropout(), " is not a probability; choose a value from 0 to 1"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV2(const MobileNetV2Options& options,
+                                                         const ModelContext& context) {
+  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
+  if (num_classes <= 0) {
+    return absl::InvalidArgumentError(
+        "num_classes: 0 takes the training data's class count, but it gives none; set "
+        "num_classes");
+  }
+  const int64_t in_channels =
+      options.in_channels() ? options.in_channels() : context.input_channels;
+  if (in_channels <= 0) {
+    return absl::InvalidArgumentError(
+        "in_channels: 0 takes the training samples' channel count, but they give none; set "
+        "in_channels");
+  }
+  return std::make_unique<MobileNetV2>(num_classes, in_channels, options.width_multiplier(),
+                                       options.dropout());
+}
+
+PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v2", MobileNetV2Options,
+                         "MobileNetV2 with torchvision's state_dict keys and init",
+                         CreateMobileNetV2, ValidateMobileNetV2Options);
+
+}  // namespace
+}  // namespace pipeline

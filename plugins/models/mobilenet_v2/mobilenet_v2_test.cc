@@ -1,0 +1,269 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/state_dict_fixture.h"
+#include "torch/utils.h"
+
+namespace pipeline {
+namespace {
+
+constexpr char kTestdata[] = "plugins/models/mobilenet_v2/testdata/";
+
+absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV2(const std::string& options,
+                                                       const ModelContext& context = {}) {
+  return testing::CreatePlugin<Model>(
+      absl::StrCat("name: \"mobilenet_v2\" options { "
+                   "[type.googleapis.com/pipeline.MobileNetV2Options] { ",
+                   options, " } }"),
+      context);
+}
+
+std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
+  const torch::Tensor* parameter = model.named_parameters().find(key);
+  if (parameter == nullptr) {
+    ADD_FAILURE() << "no parameter " << key;
+    return {};
+  }
+  return parameter->sizes().vec();
+}
+
+// `n` values in [-1, 1) from a 32-bit integer hash of (index, seed), exactly
+// as hash_wave() in testdata/torchvision_parity_logits.py computes them:
+// integer arithmetic only, so both sides agree bit for bit.
+torch::Tensor HashWave(int64_t n, int64_t seed) {
+  torch::Tensor h = torch::bitwise_and(
+      torch::arange(n, torch::kInt64) * int64_t{2654435761} + seed * 40503, int64_t{0xFFFFFFFF});
+  for (int round = 0; round < 2; ++round) {
+    h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
+    h = torch::bitwise_and(h * int64_t{0x45D9F3B}, int64_t{0xFFFFFFFF});
+  }
+  h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
+  return h.to(torch::kFloat64) / 2147483648.0 - 1.0;
+}
+
+// Sets every floating state_dict entry from its key and shape alone, as
+// deterministic_value() in the script does, so both sides hold the same
+// weights without sharing a checkpoint.
+void FillDeterministically(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  auto fill = [](const std::string& key, torch::Tensor tensor) {
+    if (!tensor.is_floating_point()) return;
+    int64_t key_sum = 0;
+    for (unsigned char c : key) key_sum += c;
+    const int64_t n = tensor.numel();
+    const torch::Tensor wave = HashWave(n, key_sum);
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    torch::Tensor value;
+    if (leaf == "running_var") {
+      value = 1.0 + 0.5 * wave;
+    } else if (leaf == "running_mean") {
+      value = 0.02 * wave;
+    } else if (tensor.dim() == 1 && leaf == "weight") {
+      value = 1.0 + 0.2 * wave;
+    } else if (tensor.dim() == 1) {
+      value = 0.02 * wave;
+    } else {
+      value = wave * std::sqrt(6.0 / static_cast<double>(n / tensor.size(0)));
+    }
+    tensor.copy_(value.reshape(tensor.sizes()));
+  };
+  for (const auto& parameter : model.named_parameters()) fill(parameter.key(), parameter.value());
+  for (const auto& buffer : model.named_buffers()) fill(buffer.key(), buffer.value());
+}
+
+torch::Tensor DeterministicInput() {
+  return HashWave(2 * 3 * 64 * 64, 1).reshape({2, 3, 64, 64}).to(torch::kFloat32);
+}
+
+// One row of logits per line, as torchvision_parity_logits.py writes them.
+torch::Tensor ReadLogits(const std::string& path) {
+  std::ifstream file(path);
+  EXPECT_TRUE(file.good()) << "cannot read " << path;
+  std::vector<torch::Tensor> rows;
+  std::string line;
+  while (std::getline(file, line)) {
+    std::istringstream fields(line);
+    std::vector<double> row;
+    for (double value; fields >> value;) row.push_back(value);
+    rows.push_back(torch::tensor(row, torch::kFloat64));
+  }
+  return rows.empty() ? torch::Tensor() : torch::stack(rows).to(torch::kFloat32);
+}
+
+TEST(MobileNetV2Test, StateDictMatchesTorchvision) {
+  auto model = MakeMobileNetV2("num_classes: 1000 in_channels: 3");
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(testing::StateDictMatchesFixture(
+      **model, absl::StrCat(kTestdata, "torchvision_mobilenet_v2_state_dict.txt")));
+}
+
+struct ParityCase {
+  std::string options;
+  std::string fixture;
+};
+
+// Names the case in failure messages, rather than dumping its bytes.
+void PrintTo(const ParityCase& parity_case, std::ostream* out) { *out << parity_case.fixture; }
+
+class MobileNetV2ParityTest : public ::testing::TestWithParam<ParityCase> {};
+
+TEST_P(MobileNetV2ParityTest, LogitsMatchTorchvisionForTheSameWeights) {
+  auto model = MakeMobileNetV2(absl::StrCat("num_classes: 10 in_channels: 3 ", GetParam().options));
+  ASSERT_TRUE(model.ok()) << model.status();
+  FillDeterministically(**model);
+  (*model)->eval();
+  const torch::Tensor expected = ReadLogits(absl::StrCat(kTestdata, GetParam().fixture));
+  ASSERT_TRUE(expected.defined());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor logits = (*model)->forward(DeterministicInput());
+  ASSERT_EQ(logits.sizes(), expected.sizes());
+  // The same kernels run on both sides, so the logits agree to the last bit
+  // here; the tolerance leaves room for another CPU or thread count.
+  const double tolerance = 2e-5 * expected.abs().max().item<double>();
+  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
+      << "C++:\n"
+      << logits << "\ntorchvision:\n"
+      << expected;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Widths, MobileNetV2ParityTest,
+    ::testing::Values(ParityCase{"", "torchvision_mobilenet_v2_parity_logits.txt"},
+                      ParityCase{"width_multiplier: 0.5",
+                                 "torchvision_mobilenet_v2_width_mult_0.5_parity_logits.txt"}),
+    [](const ::testing::TestParamInfo<ParityCase>& info) {
+      return info.index == 0 ? std::string("Width1") : std::string("Width0_5");
+    });
+
+TEST(MobileNetV2Test, TakesClassesAndChannelsFromTheContext) {
+  auto model = MakeMobileNetV2("", ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{2, 1280}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 3, 3, 3}));
+}
+
+TEST(MobileNetV2Test, OptionsOverrideTheContext) {
+  auto model = MakeMobileNetV2("num_classes: 5 in_channels: 1",
+                               ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{5, 1280}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 1, 3, 3}));
+}
+
+TEST(MobileNetV2Test, ForwardGivesOneLogitPerClass) {
+  auto model = MakeMobileNetV2("", ModelContext{/*num_classes=*/10, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 64, 64}));
+  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+}
+
+TEST(MobileNetV2Test, WidthMultiplierRoundsChannelsLikeTorchvision) {
+  // 0.5: 32 -> 16 stem channels, 320 -> 160 before the head, which keeps its
+  // 1280 (torchvision scales it only by max(1, width_mult)).
+  auto half = MakeMobileNetV2("width_multiplier: 0.5", ModelContext{10, 3});
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ(ParameterShape(**half, "features.0.0.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
+  EXPECT_EQ(ParameterShape(**half, "features.18.0.weight"),
+            (std::vector<int64_t>{1280, 160, 1, 1}));
+
+  // 1.4: 32 * 1.4 = 44.8 rounds to 48; the head grows to 1792.
+  auto wide = MakeMobileNetV2("width_multiplier: 1.4", ModelContext{10, 3});
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_EQ(ParameterShape(**wide, "features.0.0.weight"), (std::vector<int64_t>{48, 3, 3, 3}));
+  EXPECT_EQ(ParameterShape(**wide, "classifier.1.weight"), (std::vector<int64_t>{10, 1792}));
+
+  // 0.35: 32 * 0.35 = 11.2 rounds down to 8, more than 10% below, so 16;
+  // 16 * 0.35 = 5.6 rounds to the minimum, 8.
+  auto narrow = MakeMobileNetV2("width_multiplier: 0.35", ModelContext{10, 3});
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_EQ(ParameterShape(**narrow, "features.0.0.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
+  EXPECT_EQ(ParameterShape(**narrow, "features.1.conv.1.weight"),
+            (std::vector<int64_t>{8, 16, 1, 1}));
+}
+
+TEST(MobileNetV2Test, InitialisesLikeTorchvision) {
+  auto model = MakeMobileNetV2("", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto parameters = (*model)->named_parameters();
+  // Kaiming normal, fan_out: 1x1 conv 320 -> 1280 gives std sqrt(2 / 1280)
+  // (fan_in would give sqrt(2 / 320)); the depthwise 3x3 conv of 96
+  // channels, sqrt(2 / (96 * 9)).
+  EXPECT_NEAR(parameters["features.18.0.weight"].std().item<double>(), std::sqrt(2.0 / 1280),
+              0.002);
+  EXPECT_NEAR(parameters["features.2.conv.1.0.weight"].std().item<double>(),
+              std::sqrt(2.0 / (96 * 9)), 0.005);
+  EXPECT_NEAR(parameters["classifier.1.weight"].std().item<double>(), 0.01, 0.0005);
+  EXPECT_TRUE(parameters["classifier.1.bias"].eq(0).all().item<bool>());
+  EXPECT_TRUE(parameters["features.0.1.weight"].eq(1).all().item<bool>());
+  EXPECT_TRUE(parameters["features.0.1.bias"].eq(0).all().item<bool>());
+}
+
+TEST(MobileNetV2Test, DropoutActsInTrainingOnly) {
+  // Dropping every feature leaves only the classifier's bias, which starts
+  // at 0.
+  auto model = MakeMobileNetV2("dropout: 1", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor input = torch::randn({2, 3, 64, 64});
+  EXPECT_TRUE((*model)->forward(input).eq(0).all().item<bool>());
+  (*model)->eval();
+  EXPECT_FALSE((*model)->forward(input).eq(0).all().item<bool>());
+}
+
+TEST(MobileNetV2Test, RejectsNegativeCounts) {
+  EXPECT_EQ(MakeMobileNetV2("num_classes: -1", ModelContext{10, 3}).status().message(),
+            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
+            "classes");
+  EXPECT_EQ(MakeMobileNetV2("in_channels: -3", ModelContext{10, 3}).status().message(),
+            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
+            "channels");
+}
+
+TEST(MobileNetV2Test, RejectsAWidthMultiplierThatIsNotPositive) {
+  auto zero = MakeMobileNetV2("width_multiplier: 0", ModelContext{10, 3});
+  EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(zero.status().message(),
+            "options: width_multiplier: 0 is not a positive factor; set one such as 0.5, 1.0 or "
+            "1.4");
+  EXPECT_EQ(MakeMobileNetV2("width_multiplier: -0.5", ModelContext{10, 3}).status().message(),
+            "options: width_multiplier: -0.5 is not a positive factor; set one such as 0.5, 1.0 "
+            "or 1.4");
+}
+
+TEST(MobileNetV2Test, RejectsADropoutThatIsNotAProbability) {
+  auto model = MakeMobileNetV2("dropout: 1.5", ModelContext{10, 3});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "options: dropout: 1.5 is not a probability; choose a value from 0 to 1");
+  EXPECT_EQ(MakeMobileNetV2("dropout: -0.1", ModelContext{10, 3}).status().message(),
+            "options: dropout: -0.1 is not a probability; choose a value from 0 to 1");
+}
+
+TEST(MobileNetV2Test, NeedsClassesAndChannelsFromOptionsOrContext) {
+  auto no_classes = MakeMobileNetV2("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
+  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_classes.status().message(),
+            "model \"mobilenet_v2\": num_classes: 0 takes the training data's class count, but "
+            "it gives none; set num_classes");
+
+  auto no_channels = MakeMobileNetV2("num_classes: 10", ModelContext{});
+  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_channels.status().message(),
+            "model \"mobilenet_v2\": in_channels: 0 takes the training samples' channel count, "
+            "but they give none; set in_channels");
+}
+
+}  // namespace
+}  // namespace pipeline

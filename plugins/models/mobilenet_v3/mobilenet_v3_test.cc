@@ -1,0 +1,281 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/state_dict_fixture.h"
+#include "torch/nn/modules/batchnorm.h"
+#include "torch/utils.h"
+
+namespace pipeline {
+namespace {
+
+constexpr char kTestdata[] = "plugins/models/mobilenet_v3/testdata/";
+
+absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV3(const std::string& options,
+                                                       const ModelContext& context = {}) {
+  return testing::CreatePlugin<Model>(
+      absl::StrCat("name: \"mobilenet_v3\" options { "
+                   "[type.googleapis.com/pipeline.MobileNetV3Options] { ",
+                   options, " } }"),
+      context);
+}
+
+std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
+  const torch::Tensor* parameter = model.named_parameters().find(key);
+  if (parameter == nullptr) {
+    ADD_FAILURE() << "no parameter " << key;
+    return {};
+  }
+  return parameter->sizes().vec();
+}
+
+// `n` values in [-1, 1) from a 32-bit integer hash of (index, seed), exactly
+// as hash_wave() in
+// plugins/models/mobilenet_v2/testdata/torchvision_parity_logits.py computes
+// them: integer arithmetic only, so both sides agree bit for bit.
+torch::Tensor HashWave(int64_t n, int64_t seed) {
+  torch::Tensor h = torch::bitwise_and(
+      torch::arange(n, torch::kInt64) * int64_t{2654435761} + seed * 40503, int64_t{0xFFFFFFFF});
+  for (int round = 0; round < 2; ++round) {
+    h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
+    h = torch::bitwise_and(h * int64_t{0x45D9F3B}, int64_t{0xFFFFFFFF});
+  }
+  h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
+  return h.to(torch::kFloat64) / 2147483648.0 - 1.0;
+}
+
+// Sets every floating state_dict entry from its key and shape alone, as
+// deterministic_value() in the script does, so both sides hold the same
+// weights without sharing a checkpoint.
+void FillDeterministically(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  auto fill = [](const std::string& key, torch::Tensor tensor) {
+    if (!tensor.is_floating_point()) return;
+    int64_t key_sum = 0;
+    for (unsigned char c : key) key_sum += c;
+    const int64_t n = tensor.numel();
+    const torch::Tensor wave = HashWave(n, key_sum);
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    torch::Tensor value;
+    if (leaf == "running_var") {
+      value = 1.0 + 0.5 * wave;
+    } else if (leaf == "running_mean") {
+      value = 0.02 * wave;
+    } else if (tensor.dim() == 1 && leaf == "weight") {
+      value = 1.0 + 0.2 * wave;
+    } else if (tensor.dim() == 1) {
+      value = 0.02 * wave;
+    } else {
+      value = wave * std::sqrt(6.0 / static_cast<double>(n / tensor.size(0)));
+    }
+    tensor.copy_(value.reshape(tensor.sizes()));
+  };
+  for (const auto& parameter : model.named_parameters()) fill(parameter.key(), parameter.value());
+  for (const auto& buffer : model.named_buffers()) fill(buffer.key(), buffer.value());
+}
+
+torch::Tensor DeterministicInput() {
+  return HashWave(2 * 3 * 64 * 64, 1).reshape({2, 3, 64, 64}).to(torch::kFloat32);
+}
+
+// One row of logits per line, as torchvision_parity_logits.py writes them.
+torch::Tensor ReadLogits(const std::string& path) {
+  std::ifstream file(path);
+  EXPECT_TRUE(file.good()) << "cannot read " << path;
+  std::vector<torch::Tensor> rows;
+  std::string line;
+  while (std::getline(file, line)) {
+    std::istringstream fields(line);
+    std::vector<double> row;
+    for (double value; fields >> value;) row.push_back(value);
+    rows.push_back(torch::tensor(row, torch::kFloat64));
+  }
+  return rows.empty() ? torch::Tensor() : torch::stack(rows).to(torch::kFloat32);
+}
+
+// A variant as the options name it, and torchvision's constructor for it.
+struct Variant {
+  std::string option;
+  std::string torchvision_name;
+};
+
+// Names the variant in failure messages, rather than dumping its bytes.
+void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.option; }
+
+class MobileNetV3VariantTest : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(MobileNetV3VariantTest, StateDictMatchesTorchvision) {
+  auto model = MakeMobileNetV3(
+      absl::StrCat("variant: ", GetParam().option, " num_classes: 1000 in_channels: 3"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(testing::StateDictMatchesFixture(
+      **model,
+      absl::StrCat(kTestdata, "torchvision_", GetParam().torchvision_name, "_state_dict.txt")));
+}
+
+TEST_P(MobileNetV3VariantTest, LogitsMatchTorchvisionForTheSameWeights) {
+  auto model = MakeMobileNetV3(
+      absl::StrCat("variant: ", GetParam().option, " num_classes: 10 in_channels: 3"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  FillDeterministically(**model);
+  (*model)->eval();
+  const torch::Tensor expected = ReadLogits(
+      absl::StrCat(kTestdata, "torchvision_", GetParam().torchvision_name, "_parity_logits.txt"));
+  ASSERT_TRUE(expected.defined());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor logits = (*model)->forward(DeterministicInput());
+  ASSERT_EQ(logits.sizes(), expected.sizes());
+  // The same kernels run on both sides, so the logits agree to the last bit
+  // here; the tolerance leaves room for another CPU or thread count.
+  const double tolerance = 2e-5 * expected.abs().max().item<double>();
+  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
+      << "C++:\n"
+      << logits << "\ntorchvision:\n"
+      << expected;
+}
+
+TEST_P(MobileNetV3VariantTest, ForwardGivesOneLogitPerClass) {
+  auto model = MakeMobileNetV3(absl::StrCat("variant: ", GetParam().option),
+                               ModelContext{/*num_classes=*/10, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 64, 64}));
+  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
+  EXPECT_TRUE(logits.isfinite().all().item<bool>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, MobileNetV3VariantTest,
+                         ::testing::Values(Variant{"LARGE", "mobilenet_v3_large"},
+                                           Variant{"SMALL", "mobilenet_v3_small"}),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return info.param.option;
+                         });
+
+TEST(MobileNetV3Test, DefaultsToLarge) {
+  auto model = MakeMobileNetV3("", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.0.weight"), (std::vector<int64_t>{1280, 960}));
+  EXPECT_EQ(ParameterShape(**model, "features.16.0.weight"),
+            (std::vector<int64_t>{960, 160, 1, 1}));
+}
+
+TEST(MobileNetV3Test, TakesClassesAndChannelsFromTheContext) {
+  auto model = MakeMobileNetV3("variant: SMALL", ModelContext{/*num_classes=*/2,
+                                                              /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.3.weight"), (std::vector<int64_t>{2, 1024}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
+}
+
+TEST(MobileNetV3Test, OptionsOverrideTheContext) {
+  auto model = MakeMobileNetV3("num_classes: 5 in_channels: 1",
+                               ModelContext{/*num_classes=*/2, /*input_channels=*/3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "classifier.3.weight"), (std::vector<int64_t>{5, 1280}));
+  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{16, 1, 3, 3}));
+}
+
+TEST(MobileNetV3Test, WidthMultiplierScalesEveryLayerAndTheClassifier) {
+  // 0.75: 16 -> 16 stem channels (12 rounds up to 16), 160 -> 120 at the
+  // end of the blocks, 960 -> 720 hidden, 1280 -> 960 in the classifier.
+  auto model = MakeMobileNetV3("width_multiplier: 0.75", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
+  EXPECT_EQ(ParameterShape(**model, "features.16.0.weight"),
+            (std::vector<int64_t>{720, 120, 1, 1}));
+  EXPECT_EQ(ParameterShape(**model, "classifier.0.weight"), (std::vector<int64_t>{960, 720}));
+  // Squeeze-and-excitation of block 4 (72 -> 56 expanded channels):
+  // 56 / 4 = 14 rounds to 16.
+  EXPECT_EQ(ParameterShape(**model, "features.4.block.2.fc1.weight"),
+            (std::vector<int64_t>{16, 56, 1, 1}));
+}
+
+TEST(MobileNetV3Test, InitialisesLikeTorchvision) {
+  auto model = MakeMobileNetV3("", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto parameters = (*model)->named_parameters();
+  // Kaiming normal, fan_out: the 1x1 head conv 160 -> 960 gives std
+  // sqrt(2 / 960) (fan_in would give sqrt(2 / 160)).
+  EXPECT_NEAR(parameters["features.16.0.weight"].std().item<double>(), std::sqrt(2.0 / 960), 0.002);
+  EXPECT_TRUE(parameters["features.4.block.2.fc1.bias"].eq(0).all().item<bool>());
+  EXPECT_NEAR(parameters["classifier.0.weight"].std().item<double>(), 0.01, 0.0005);
+  EXPECT_NEAR(parameters["classifier.3.weight"].std().item<double>(), 0.01, 0.001);
+  EXPECT_TRUE(parameters["classifier.3.bias"].eq(0).all().item<bool>());
+  EXPECT_TRUE(parameters["features.0.1.weight"].eq(1).all().item<bool>());
+}
+
+TEST(MobileNetV3Test, BatchNormUsesTorchvisionsEpsAndMomentum) {
+  auto model = MakeMobileNetV3("variant: SMALL", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  int batch_norms = 0;
+  for (const auto& module : (*model)->modules(/*include_self=*/false)) {
+    if (auto* batch_norm = module->as<torch::nn::BatchNorm2d>()) {
+      ++batch_norms;
+      EXPECT_EQ(batch_norm->options.eps(), 0.001);
+      EXPECT_EQ(batch_norm->options.momentum().value(), 0.01);
+    }
+  }
+  EXPECT_GT(batch_norms, 0);
+}
+
+TEST(MobileNetV3Test, DropoutActsInTrainingOnly) {
+  // Dropping every hidden unit leaves only the last layer's bias, which
+  // starts at 0.
+  auto model = MakeMobileNetV3("variant: SMALL dropout: 1", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor input = torch::randn({2, 3, 64, 64});
+  EXPECT_TRUE((*model)->forward(input).eq(0).all().item<bool>());
+  (*model)->eval();
+  EXPECT_FALSE((*model)->forward(input).eq(0).all().item<bool>());
+}
+
+TEST(MobileNetV3Test, RejectsNegativeCounts) {
+  EXPECT_EQ(MakeMobileNetV3("num_classes: -1", ModelContext{10, 3}).status().message(),
+            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
+            "classes");
+  EXPECT_EQ(MakeMobileNetV3("in_channels: -3", ModelContext{10, 3}).status().message(),
+            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
+            "channels");
+}
+
+TEST(MobileNetV3Test, RejectsAWidthMultiplierThatIsNotPositive) {
+  auto model = MakeMobileNetV3("width_multiplier: 0", ModelContext{10, 3});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "options: width_multiplier: 0 is not a positive factor; set one such as 0.75, 1.0 "
+            "or 1.25");
+}
+
+TEST(MobileNetV3Test, RejectsADropoutThatIsNotAProbability) {
+  auto model = MakeMobileNetV3("dropout: 2", ModelContext{10, 3});
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(model.status().message(),
+            "options: dropout: 2 is not a probability; choose a value from 0 to 1");
+}
+
+TEST(MobileNetV3Test, NeedsClassesAndChannelsFromOptionsOrContext) {
+  auto no_classes = MakeMobileNetV3("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
+  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_classes.status().message(),
+            "model \"mobilenet_v3\": num_classes: 0 takes the training data's class count, but "
+            "it gives none; set num_classes");
+
+  auto no_channels = MakeMobileNetV3("num_classes: 10", ModelContext{});
+  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(no_channels.status().message(),
+            "model \"mobilenet_v3\": in_channels: 0 takes the training samples' channel count, "
+            "but they give none; set in_channels");
+}
+
+}  // namespace
+}  // namespace pipeline
