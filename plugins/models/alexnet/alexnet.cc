@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
 #include "plugins/models/alexnet/alexnet.pb.h"
 #include "torch/nn/modules/activation.h"
 #include "torch/nn/modules/container/sequential.h"
@@ -76,15 +77,10 @@ class AlexNet : public Model {
 };
 
 absl::Status ValidateAlexNetOptions(const AlexNetOptions& options) {
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
+  if (absl::Status status =
+          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+      !status.ok()) {
+    return status;
   }
   // Written to also reject NaN.
   if (!(options.dropout() >= 0 && options.dropout() < 1)) {
@@ -97,20 +93,10 @@ absl::Status ValidateAlexNetOptions(const AlexNetOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateAlexNet(const AlexNetOptions& options,
                                                      const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
-  return std::make_unique<AlexNet>(num_classes, in_channels, options.dropout());
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
+  return std::make_unique<AlexNet>(shape->num_classes, shape->in_channels, options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "alexnet", AlexNetOptions,

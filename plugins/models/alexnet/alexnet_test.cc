@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/testing/state_dict_fixture.h"
 
@@ -19,14 +20,7 @@ absl::StatusOr<std::unique_ptr<Model>> MakeAlexNet(const std::string& options,
       context);
 }
 
-std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
-  const torch::Tensor* parameter = model.named_parameters().find(key);
-  if (parameter == nullptr) {
-    ADD_FAILURE() << "no parameter " << key;
-    return {};
-  }
-  return parameter->sizes().vec();
-}
+using testing::ParameterShape;
 
 TEST(AlexNetTest, StateDictMatchesTorchvision) {
   auto model = MakeAlexNet("num_classes: 1000 in_channels: 3");

@@ -33,6 +33,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/efficientnet/efficientnet.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -86,16 +88,6 @@ constexpr StageConfig kStages[] = {
     {6, 5, 1, 80, 112, 3}, {6, 5, 2, 112, 192, 4}, {6, 3, 1, 192, 320, 1},
 };
 
-// torchvision's _make_divisible (from the TensorFlow original): `value`
-// rounded to the nearest multiple of `divisor`, at least `divisor`, and never
-// more than 10% below `value`.
-int64_t MakeDivisible(double value, int64_t divisor = 8) {
-  int64_t rounded =
-      std::max(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
-  if (rounded < 0.9 * value) rounded += divisor;
-  return rounded;
-}
-
 // torchvision's Conv2dNormActivation: children "0" (a bias-free conv, padded
 // to keep the size at stride 1) and "1" (BatchNorm); its SiLU ("2") has no
 // state, so it is applied in forward().
@@ -105,12 +97,8 @@ class ConvNormActivationImpl : public torch::nn::Module {
                          int64_t stride, int64_t groups, bool silu,
                          const torch::nn::BatchNorm2dOptions& norm)
       : silu_(silu) {
-    conv_ = register_module(
-        "0", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel_size)
-                                   .stride(stride)
-                                   .padding((kernel_size - 1) / 2)
-                                   .groups(groups)
-                                   .bias(false)));
+    conv_ =
+        register_module("0", NormedConv(in_channels, out_channels, kernel_size, stride, groups));
     torch::nn::BatchNorm2dOptions norm_options = norm;
     norm_options.num_features(out_channels);
     norm_ = register_module("1", torch::nn::BatchNorm2d(norm_options));
@@ -300,15 +288,10 @@ absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
         absl::StrCat("variant: ", EfficientNetOptions::Variant_Name(options.variant()),
                      " is not built yet; choose ", absl::StrJoin(variants, ", ")));
   }
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
+  if (absl::Status status =
+          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+      !status.ok()) {
+    return status;
   }
   if (!(options.dropout() >= 0 && options.dropout() <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -324,21 +307,11 @@ absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateEfficientNet(const EfficientNetOptions& options,
                                                           const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
   const Scaling& scaling = *FindScaling(options.variant());
-  return std::make_unique<EfficientNet>(scaling, num_classes, in_channels,
+  return std::make_unique<EfficientNet>(scaling, shape->num_classes, shape->in_channels,
                                         options.has_dropout() ? options.dropout() : scaling.dropout,
                                         options.stochastic_depth_prob());
 }

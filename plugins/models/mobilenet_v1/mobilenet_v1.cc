@@ -21,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v1/mobilenet_v1.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -46,10 +48,7 @@ constexpr std::pair<int64_t, int64_t> kBlocks[] = {
 // does with divisor 8: to the nearest multiple of 8, at least 8, never more
 // than 10% below the exact value.
 int64_t ScaledChannels(int64_t channels, double width_multiplier) {
-  const double exact = channels * width_multiplier;
-  int64_t rounded = std::max<int64_t>(8, static_cast<int64_t>(exact + 4) / 8 * 8);
-  if (rounded < 0.9 * exact) rounded += 8;
-  return rounded;
+  return MakeDivisible(channels * width_multiplier);
 }
 
 torch::nn::Conv2d Conv(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
@@ -142,15 +141,10 @@ absl::Status ValidateMobileNetV1Options(const MobileNetV1Options& options) {
         absl::StrCat("width_multiplier: ", options.width_multiplier(),
                      " is not in (0, 4]; the paper uses 1, 0.75, 0.5 or 0.25"));
   }
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
+  if (absl::Status status =
+          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+      !status.ok()) {
+    return status;
   }
   if (!(options.dropout() >= 0 && options.dropout() < 1)) {
     return absl::InvalidArgumentError(
@@ -162,21 +156,11 @@ absl::Status ValidateMobileNetV1Options(const MobileNetV1Options& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV1(const MobileNetV1Options& options,
                                                          const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
-  return std::make_unique<MobileNetV1>(options.width_multiplier(), num_classes, in_channels,
-                                       options.dropout());
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
+  return std::make_unique<MobileNetV1>(options.width_multiplier(), shape->num_classes,
+                                       shape->in_channels, options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v1", MobileNetV1Options,

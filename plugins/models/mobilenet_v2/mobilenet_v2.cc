@@ -25,6 +25,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v2/mobilenet_v2.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -36,35 +38,14 @@
 namespace pipeline {
 namespace {
 
-// torchvision's _make_divisible (from the TensorFlow original): `value`
-// rounded to the nearest multiple of `divisor`, at least `divisor`, and never
-// more than 10% below `value`.
-int64_t MakeDivisible(double value, int64_t divisor = 8) {
-  int64_t rounded =
-      std::max(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
-  if (rounded < 0.9 * value) rounded += divisor;
-  return rounded;
-}
-
-// Bias-free (a BatchNorm follows) and padded to keep the size at stride 1.
-// The weights are initialised once the whole model is built, as torchvision
-// does.
-torch::nn::Conv2d Conv(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
-                       int64_t stride = 1, int64_t groups = 1) {
-  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel_size)
-                               .stride(stride)
-                               .padding((kernel_size - 1) / 2)
-                               .groups(groups)
-                               .bias(false));
-}
-
 // torchvision's Conv2dNormActivation with ReLU6: children "0" (conv) and "1"
 // (BatchNorm); its ReLU6 ("2") has no state, so it is applied in forward().
 class ConvBnReLU6Impl : public torch::nn::Module {
  public:
   ConvBnReLU6Impl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
                   int64_t stride = 1, int64_t groups = 1) {
-    conv_ = register_module("0", Conv(in_channels, out_channels, kernel_size, stride, groups));
+    conv_ =
+        register_module("0", NormedConv(in_channels, out_channels, kernel_size, stride, groups));
     norm_ = register_module("1", torch::nn::BatchNorm2d(out_channels));
   }
 
@@ -88,7 +69,7 @@ class InvertedResidualImpl : public torch::nn::Module {
     torch::nn::Sequential conv;
     if (expand_ratio != 1) conv->push_back(ConvBnReLU6(in_channels, hidden, 1));
     conv->push_back(ConvBnReLU6(hidden, hidden, 3, stride, /*groups=*/hidden));
-    conv->push_back(Conv(hidden, out_channels, 1));
+    conv->push_back(NormedConv(hidden, out_channels, 1));
     conv->push_back(torch::nn::BatchNorm2d(out_channels));
     conv_ = register_module("conv", conv);
   }
@@ -164,15 +145,10 @@ class MobileNetV2 : public Model {
 };
 
 absl::Status ValidateMobileNetV2Options(const MobileNetV2Options& options) {
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
+  if (absl::Status status =
+          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+      !status.ok()) {
+    return status;
   }
   if (!(options.width_multiplier() > 0) || !std::isfinite(options.width_multiplier())) {
     return absl::InvalidArgumentError(
@@ -188,21 +164,11 @@ absl::Status ValidateMobileNetV2Options(const MobileNetV2Options& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV2(const MobileNetV2Options& options,
                                                          const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
-  return std::make_unique<MobileNetV2>(num_classes, in_channels, options.width_multiplier(),
-                                       options.dropout());
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
+  return std::make_unique<MobileNetV2>(shape->num_classes, shape->in_channels,
+                                       options.width_multiplier(), options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v2", MobileNetV2Options,

@@ -1,16 +1,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <memory>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/testing/model_test_util.h"
+#include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/testing/state_dict_fixture.h"
 #include "torch/utils.h"
@@ -29,77 +29,10 @@ absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV2(const std::string& option
       context);
 }
 
-std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
-  const torch::Tensor* parameter = model.named_parameters().find(key);
-  if (parameter == nullptr) {
-    ADD_FAILURE() << "no parameter " << key;
-    return {};
-  }
-  return parameter->sizes().vec();
-}
-
-// `n` values in [-1, 1) from a 32-bit integer hash of (index, seed), exactly
-// as hash_wave() in testdata/torchvision_parity_logits.py computes them:
-// integer arithmetic only, so both sides agree bit for bit.
-torch::Tensor HashWave(int64_t n, int64_t seed) {
-  torch::Tensor h = torch::bitwise_and(
-      torch::arange(n, torch::kInt64) * int64_t{2654435761} + seed * 40503, int64_t{0xFFFFFFFF});
-  for (int round = 0; round < 2; ++round) {
-    h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
-    h = torch::bitwise_and(h * int64_t{0x45D9F3B}, int64_t{0xFFFFFFFF});
-  }
-  h = torch::bitwise_xor(h, torch::bitwise_right_shift(h, 16));
-  return h.to(torch::kFloat64) / 2147483648.0 - 1.0;
-}
-
-// Sets every floating state_dict entry from its key and shape alone, as
-// deterministic_value() in the script does, so both sides hold the same
-// weights without sharing a checkpoint.
-void FillDeterministically(torch::nn::Module& model) {
-  torch::NoGradGuard no_grad;
-  auto fill = [](const std::string& key, torch::Tensor tensor) {
-    if (!tensor.is_floating_point()) return;
-    int64_t key_sum = 0;
-    for (unsigned char c : key) key_sum += c;
-    const int64_t n = tensor.numel();
-    const torch::Tensor wave = HashWave(n, key_sum);
-    const std::string leaf = key.substr(key.rfind('.') + 1);
-    torch::Tensor value;
-    if (leaf == "running_var") {
-      value = 1.0 + 0.5 * wave;
-    } else if (leaf == "running_mean") {
-      value = 0.02 * wave;
-    } else if (tensor.dim() == 1 && leaf == "weight") {
-      value = 1.0 + 0.2 * wave;
-    } else if (tensor.dim() == 1) {
-      value = 0.02 * wave;
-    } else {
-      value = wave * std::sqrt(6.0 / static_cast<double>(n / tensor.size(0)));
-    }
-    tensor.copy_(value.reshape(tensor.sizes()));
-  };
-  for (const auto& parameter : model.named_parameters()) fill(parameter.key(), parameter.value());
-  for (const auto& buffer : model.named_buffers()) fill(buffer.key(), buffer.value());
-}
-
-torch::Tensor DeterministicInput() {
-  return HashWave(2 * 3 * 64 * 64, 1).reshape({2, 3, 64, 64}).to(torch::kFloat32);
-}
-
-// One row of logits per line, as torchvision_parity_logits.py writes them.
-torch::Tensor ReadLogits(const std::string& path) {
-  std::ifstream file(path);
-  EXPECT_TRUE(file.good()) << "cannot read " << path;
-  std::vector<torch::Tensor> rows;
-  std::string line;
-  while (std::getline(file, line)) {
-    std::istringstream fields(line);
-    std::vector<double> row;
-    for (double value; fields >> value;) row.push_back(value);
-    rows.push_back(torch::tensor(row, torch::kFloat64));
-  }
-  return rows.empty() ? torch::Tensor() : torch::stack(rows).to(torch::kFloat32);
-}
+using testing::DeterministicInput;
+using testing::FillDeterministically;
+using testing::ParameterShape;
+using testing::ReadLogits;
 
 TEST(MobileNetV2Test, StateDictMatchesTorchvision) {
   auto model = MakeMobileNetV2("num_classes: 1000 in_channels: 3");

@@ -26,6 +26,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v3/mobilenet_v3.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -80,16 +82,6 @@ Architecture ArchitectureOf(MobileNetV3Options::Variant variant) {
   return {kLargeBlocks, 1280};
 }
 
-// torchvision's _make_divisible (from the TensorFlow original): `value`
-// rounded to the nearest multiple of `divisor`, at least `divisor`, and never
-// more than 10% below `value`.
-int64_t MakeDivisible(double value, int64_t divisor = 8) {
-  int64_t rounded =
-      std::max(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
-  if (rounded < 0.9 * value) rounded += divisor;
-  return rounded;
-}
-
 torch::Tensor HardswishInPlace(torch::Tensor x) { return torch::hardswish_(x); }
 
 enum class Activation { kNone, kReLU, kHardswish };
@@ -114,12 +106,8 @@ class ConvNormActivationImpl : public torch::nn::Module {
   ConvNormActivationImpl(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
                          int64_t stride, int64_t groups, Activation activation)
       : activation_(activation) {
-    conv_ = register_module(
-        "0", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel_size)
-                                   .stride(stride)
-                                   .padding((kernel_size - 1) / 2)
-                                   .groups(groups)
-                                   .bias(false)));
+    conv_ =
+        register_module("0", NormedConv(in_channels, out_channels, kernel_size, stride, groups));
     norm_ = register_module(
         "1", torch::nn::BatchNorm2d(
                  torch::nn::BatchNorm2dOptions(out_channels).eps(0.001).momentum(0.01)));
@@ -243,15 +231,10 @@ class MobileNetV3 : public Model {
 };
 
 absl::Status ValidateMobileNetV3Options(const MobileNetV3Options& options) {
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
+  if (absl::Status status =
+          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+      !status.ok()) {
+    return status;
   }
   if (!(options.width_multiplier() > 0) || !std::isfinite(options.width_multiplier())) {
     return absl::InvalidArgumentError(
@@ -267,21 +250,12 @@ absl::Status ValidateMobileNetV3Options(const MobileNetV3Options& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV3(const MobileNetV3Options& options,
                                                          const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
-  return std::make_unique<MobileNetV3>(ArchitectureOf(options.variant()), num_classes, in_channels,
-                                       options.width_multiplier(), options.dropout());
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
+  return std::make_unique<MobileNetV3>(ArchitectureOf(options.variant()), shape->num_classes,
+                                       shape->in_channels, options.width_multiplier(),
+                                       options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v3", MobileNetV3Options,

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
 #include "plugins/models/resnet/resnet.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -200,36 +201,16 @@ absl::Status ValidateResNetOptions(const ResNetOptions& options) {
         absl::StrCat("depth: ", options.depth(), " is not a ResNet depth; choose ",
                      absl::StrJoin(depths.begin(), depths.end() - 1, ", "), " or ", depths.back()));
   }
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
-  }
-  return absl::OkStatus();
+  return ValidateClassesAndChannels(options.num_classes(), options.in_channels());
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateResNet(const ResNetOptions& options,
                                                     const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
-  return std::make_unique<ResNet>(*FindArchitecture(options.depth()), num_classes, in_channels,
-                                  options.zero_init_residual());
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
+  return std::make_unique<ResNet>(*FindArchitecture(options.depth()), shape->num_classes,
+                                  shape->in_channels, options.zero_init_residual());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "resnet", ResNetOptions,

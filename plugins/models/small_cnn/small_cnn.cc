@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
 #include "plugins/models/small_cnn/small_cnn.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -79,15 +80,10 @@ class SmallCnn : public Model {
 };
 
 absl::Status ValidateSmallCnnOptions(const SmallCnnOptions& options) {
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
+  if (absl::Status status =
+          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+      !status.ok()) {
+    return status;
   }
   if (options.width() < 1 || options.width() > kMaxWidth) {
     return absl::InvalidArgumentError(
@@ -102,20 +98,11 @@ absl::Status ValidateSmallCnnOptions(const SmallCnnOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateSmallCnn(const SmallCnnOptions& options,
                                                       const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
-  return std::make_unique<SmallCnn>(num_classes, in_channels, options.width(), options.stages());
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
+  return std::make_unique<SmallCnn>(shape->num_classes, shape->in_channels, options.width(),
+                                    options.stages());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "small_cnn", SmallCnnOptions,

@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/model_shape.h"
 #include "plugins/models/vgg/vgg.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/activation.h"
@@ -134,15 +135,10 @@ absl::Status ValidateVggOptions(const VggOptions& options) {
         absl::StrCat("depth: ", options.depth(), " is not a VGG depth; choose ",
                      absl::StrJoin(depths.begin(), depths.end() - 1, ", "), " or ", depths.back()));
   }
-  if (options.num_classes() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_classes: ", options.num_classes(),
-                     " is negative; set a count, or 0 for the training data's classes"));
-  }
-  if (options.in_channels() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("in_channels: ", options.in_channels(),
-                     " is negative; set a count, or 0 for the training samples' channels"));
+  if (absl::Status status =
+          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+      !status.ok()) {
+    return status;
   }
   // Written to also reject NaN.
   if (!(options.dropout() >= 0 && options.dropout() < 1)) {
@@ -155,21 +151,11 @@ absl::Status ValidateVggOptions(const VggOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateVgg(const VggOptions& options,
                                                  const ModelContext& context) {
-  const int64_t num_classes = options.num_classes() ? options.num_classes() : context.num_classes;
-  if (num_classes <= 0) {
-    return absl::InvalidArgumentError(
-        "num_classes: 0 takes the training data's class count, but it gives none; set "
-        "num_classes");
-  }
-  const int64_t in_channels =
-      options.in_channels() ? options.in_channels() : context.input_channels;
-  if (in_channels <= 0) {
-    return absl::InvalidArgumentError(
-        "in_channels: 0 takes the training samples' channel count, but they give none; set "
-        "in_channels");
-  }
+  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
+      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
+  if (!shape.ok()) return shape.status();
   return std::make_unique<Vgg>(*FindArchitecture(options.depth()), options.batch_norm(),
-                               num_classes, in_channels, options.dropout());
+                               shape->num_classes, shape->in_channels, options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "vgg", VggOptions,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/testing/state_dict_fixture.h"
 
@@ -21,14 +22,7 @@ absl::StatusOr<std::unique_ptr<Model>> MakeVgg(const std::string& options,
       context);
 }
 
-std::vector<int64_t> ParameterShape(const Model& model, const std::string& key) {
-  const torch::Tensor* parameter = model.named_parameters().find(key);
-  if (parameter == nullptr) {
-    ADD_FAILURE() << "no parameter " << key;
-    return {};
-  }
-  return parameter->sizes().vec();
-}
+using testing::ParameterShape;
 
 // depth, batch_norm
 class VggVariantTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};

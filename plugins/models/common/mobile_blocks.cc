@@ -1,0 +1,23 @@
+#include "plugins/models/common/mobile_blocks.h"
+
+#include <algorithm>
+
+namespace pipeline {
+
+int64_t MakeDivisible(double value, int64_t divisor) {
+  int64_t rounded =
+      std::max(divisor, static_cast<int64_t>(value + divisor / 2.0) / divisor * divisor);
+  if (rounded < 0.9 * value) rounded += divisor;
+  return rounded;
+}
+
+torch::nn::Conv2d NormedConv(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                             int64_t stride, int64_t groups) {
+  return torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, kernel_size)
+                               .stride(stride)
+                               .padding((kernel_size - 1) / 2)
+                               .groups(groups)
+                               .bias(false));
+}
+
+}  // namespace pipeline

@@ -1,0 +1,24 @@
+#ifndef PLUGINS_MODELS_COMMON_MOBILE_BLOCKS_H_
+#define PLUGINS_MODELS_COMMON_MOBILE_BLOCKS_H_
+
+#include <cstdint>
+
+#include "torch/nn/modules/conv.h"
+
+namespace pipeline {
+
+// torchvision's _make_divisible (from the TensorFlow original): `value`
+// rounded to the nearest multiple of `divisor`, at least `divisor`, and never
+// more than 10% below `value`.
+int64_t MakeDivisible(double value, int64_t divisor = 8);
+
+// The conv of torchvision's Conv2dNormActivation: bias-free (a BatchNorm
+// follows) and padded by (kernel_size - 1) / 2 to keep the size at stride 1.
+// Its weights keep LibTorch's default init; the models initialise them once
+// the whole model is built, as torchvision does.
+torch::nn::Conv2d NormedConv(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
+                             int64_t stride = 1, int64_t groups = 1);
+
+}  // namespace pipeline
+
+#endif  // PLUGINS_MODELS_COMMON_MOBILE_BLOCKS_H_
