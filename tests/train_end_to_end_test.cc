@@ -114,6 +114,39 @@ TEST(TrainEndToEndTest, DryRunBuildsEverythingAndTrainsNothing) {
   EXPECT_FALSE(std::filesystem::exists(::testing::TempDir() + "/dry_run"));
 }
 
+TEST(TrainEndToEndTest, ANonFiniteLossStopsTheRunNamingTheStep) {
+  PipelineConfig config;
+  ASSERT_TRUE(ParseTextProto(R"pb(
+                               model { name: "small_cnn" }
+                               train_data {
+                                 dataset {
+                                   name: "synthetic"
+                                   options {
+                                     [type.googleapis.com/pipeline.SyntheticOptions] {
+                                       num_samples: 64 height: 8 width: 8 channels: 1
+                                     }
+                                   }
+                                 }
+                               }
+                               optimizer {
+                                 name: "sgd"
+                                 options { [type.googleapis.com/pipeline.SgdOptions] { lr: 1e30 } }
+                               }
+                               trainer { batch_size: 8 epochs: 3 }
+                             )pb",
+                             "test", &config)
+                  .ok());
+  config.set_output_dir(::testing::TempDir() + "/nan_run");
+  auto resolved = ResolveConfig(config);
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  std::ostringstream log;
+  auto summary = Train(*resolved, {.log = &log});
+  ASSERT_FALSE(summary.ok()) << log.str();
+  EXPECT_THAT(summary.status().message(), HasSubstr("): the training loss is "));
+  EXPECT_THAT(summary.status().message(), HasSubstr("Lower the learning rate"));
+  EXPECT_THAT(std::string(summary.status().message()), ::testing::StartsWith("step "));
+}
+
 TEST(TrainEndToEndTest, ResolveReportsEveryProblemAtOnce) {
   PipelineConfig config;
   ASSERT_TRUE(ParseTextProto(R"pb(

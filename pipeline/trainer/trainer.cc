@@ -350,6 +350,15 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                                                                        batch.labels, loss_function));
         const int64_t n = batch.labels.size(0);
         const double batch_loss = output.loss.item<double>() * accumulate;
+        if (!std::isfinite(batch_loss)) {
+          // Stop before the optimizer writes NaN into the weights; the
+          // checkpoints written so far stay as they are.
+          return absl::FailedPreconditionError(absl::StrFormat(
+              "step %d (epoch %d): the training loss is %f; stopped before the weights were "
+              "updated. Lower the learning rate (optimizer.options.lr) or add warm-up "
+              "(learning_rate.warmup_epochs)",
+              step + 1, epoch + 1, batch_loss));
+        }
         const double batch_correct = output.logits.argmax(1).eq(batch.labels).sum().item<double>();
         loss_sum += batch_loss * n;
         correct += batch_correct;
