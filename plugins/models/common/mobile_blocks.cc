@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "torch/nn/init.h"
+#include "torch/nn/modules/linear.h"
+
 namespace pipeline {
 
 int64_t MakeDivisible(double value, int64_t divisor) {
@@ -18,6 +21,18 @@ torch::nn::Conv2d NormedConv(int64_t in_channels, int64_t out_channels, int64_t 
                                .padding((kernel_size - 1) / 2)
                                .groups(groups)
                                .bias(false));
+}
+
+void InitialiseMobileNetWeights(torch::nn::Module& model) {
+  for (const auto& module : model.modules(/*include_self=*/false)) {
+    if (auto* conv = module->as<torch::nn::Conv2d>()) {
+      torch::nn::init::kaiming_normal_(conv->weight, /*a=*/0, torch::kFanOut);
+      if (conv->bias.defined()) torch::nn::init::zeros_(conv->bias);
+    } else if (auto* linear = module->as<torch::nn::Linear>()) {
+      torch::nn::init::normal_(linear->weight, 0, 0.01);
+      torch::nn::init::zeros_(linear->bias);
+    }
+  }
 }
 
 }  // namespace pipeline

@@ -19,6 +19,11 @@ int64_t MakeDivisible(double value, int64_t divisor = 8);
 torch::nn::Conv2d NormedConv(int64_t in_channels, int64_t out_channels, int64_t kernel_size,
                              int64_t stride = 1, int64_t groups = 1);
 
+// torchvision's MobileNet initialisation of a built model: Kaiming-normal
+// (fan out) convolutions, zero biases, N(0, 0.01) linear weights; LibTorch's
+// BatchNorm2d already starts at weight 1, bias 0.
+void InitialiseMobileNetWeights(torch::nn::Module& model);
+
 }  // namespace pipeline
 
 #endif  // PLUGINS_MODELS_COMMON_MOBILE_BLOCKS_H_

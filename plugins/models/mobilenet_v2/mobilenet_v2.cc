@@ -116,7 +116,7 @@ class MobileNetV2 : public Model {
     classifier_ = register_module(
         "classifier", torch::nn::Sequential(torch::nn::Dropout(torch::nn::DropoutOptions(dropout)),
                                             torch::nn::Linear(last_channels, num_classes)));
-    InitialiseLikeTorchvision();
+    InitialiseMobileNetWeights(*this);
   }
 
   torch::Tensor forward(const torch::Tensor& images) override {
@@ -126,20 +126,6 @@ class MobileNetV2 : public Model {
   }
 
  private:
-  // LibTorch's BatchNorm2d already starts at weight 1, bias 0, as
-  // torchvision sets it.
-  void InitialiseLikeTorchvision() {
-    for (const auto& module : modules(/*include_self=*/false)) {
-      if (auto* conv = module->as<torch::nn::Conv2d>()) {
-        torch::nn::init::kaiming_normal_(conv->weight, /*a=*/0, torch::kFanOut);
-        if (conv->bias.defined()) torch::nn::init::zeros_(conv->bias);
-      } else if (auto* linear = module->as<torch::nn::Linear>()) {
-        torch::nn::init::normal_(linear->weight, 0, 0.01);
-        torch::nn::init::zeros_(linear->bias);
-      }
-    }
-  }
-
   torch::nn::Sequential features_{nullptr};
   torch::nn::Sequential classifier_{nullptr};
 };
