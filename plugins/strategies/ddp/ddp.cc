@@ -31,6 +31,7 @@
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
+#include "plugins/strategies/ddp/slurm_nodes.h"
 #include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
 #include "torch/csrc/distributed/c10d/TCPStore.hpp"
 #include "torch/types.h"
@@ -82,6 +83,8 @@ absl::StatusOr<Rendezvous> ReadRendezvous(const StrategyContext& context) {
                                       false, r.rank));
   ASSIGN_OR_RETURN(r.master_port, IntFromEnvironment(context, {"MASTER_PORT"}, false, 29500));
   r.master_addr = context.environment("MASTER_ADDR");
+  // Under SLURM, rank 0 runs on the first host of the job.
+  if (r.master_addr.empty()) r.master_addr = FirstSlurmHost(context.environment("SLURM_JOB_NODELIST"));
   if (r.master_addr.empty()) r.master_addr = "127.0.0.1";
   if (r.world_size < 1 || r.rank >= r.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("RANK=", r.rank, " WORLD_SIZE=", r.world_size,
