@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -118,6 +119,104 @@ TEST(DdpLaunchTest, ADeadWorkerStopsTheOthersAndIsNamed) {
   EXPECT_NE(ReadFile(dir + "/rc"), "0\n");
   EXPECT_THAT(ReadFile(log), HasSubstr("was killed by signal 9 (Killed); stopped the other workers"));
   EXPECT_THAT(ReadFile(log), HasSubstr("error: rank 1 (pid "));
+}
+
+// The config of the equivalence test: a BatchNorm-free model, so one process
+// on batches of 8 and two processes on 4 + 4 of the same samples compute the
+// same gradients.
+std::string EquivalenceConfig(const std::string& name, bool ddp) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/config.textproto";
+  std::ofstream(path) << absl::StrCat(R"pb(
+    model {
+      name: "small_cnn"
+      options {
+        [type.googleapis.com/pipeline.SmallCnnOptions] { width: 8 batch_norm: false }
+      }
+    }
+    train_data {
+      dataset {
+        name: "synthetic"
+        options {
+          [type.googleapis.com/pipeline.SyntheticOptions] {
+            num_samples: 96 height: 8 width: 8 channels: 1 num_classes: 3
+          }
+        }
+      }
+    )pb",
+                                      ddp ? "sampler { name: \"distributed\" } batch_size: 4"
+                                          : "batch_size: 8",
+                                      R"pb(
+    }
+    validation_data {
+      dataset {
+        name: "synthetic"
+        options {
+          [type.googleapis.com/pipeline.SyntheticOptions] {
+            num_samples: 30 height: 8 width: 8 channels: 1 num_classes: 3 seed_offset: 1
+          }
+        }
+      }
+    }
+    optimizer {
+      name: "sgd"
+      options { [type.googleapis.com/pipeline.SgdOptions] { lr: 0.05 momentum: 0.9 } }
+    }
+    )pb",
+                                      ddp ? R"pb(strategy {
+                                                   name: "ddp"
+                                                   options {
+                                                     [type.googleapis.com/pipeline.DdpOptions] {
+                                                       nproc_per_node: 2
+                                                     }
+                                                   }
+                                                 })pb"
+                                          : "",
+                                      R"pb(
+    trainer { epochs: 3 seed: 7 }
+    checkpoint { every_epochs: 0 }
+    output_dir: ")pb",
+                                      dir, R"pb(/out"
+  )pb");
+  return path;
+}
+
+// The numbers of one field in every epoch event of a run's output.
+std::vector<double> EpochValues(const std::string& output, const std::string& field) {
+  std::vector<double> values;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (!absl::StartsWith(line, "{\"event\":\"epoch\"")) continue;
+    const size_t at = line.find("\"" + field + "\":");
+    if (at == absl::string_view::npos) continue;
+    values.push_back(std::stod(std::string(line.substr(at + field.size() + 3))));
+  }
+  return values;
+}
+
+TEST(DdpLaunchTest, TwoProcessesTrainExactlyLikeOneOnTheWholeBatch) {
+  std::string outputs[2];
+  for (int ddp = 0; ddp < 2; ++ddp) {
+    const std::string config = EquivalenceConfig(ddp ? "equal_ddp" : "equal_single", ddp);
+    const std::string log = ::testing::TempDir() + (ddp ? "/equal_ddp.log" : "/equal_single.log");
+    const int status =
+        std::system(("tools/train --config=" + config + " > " + log + " 2>&1").c_str());
+    outputs[ddp] = ReadFile(log);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << outputs[ddp];
+  }
+  EXPECT_THAT(outputs[1], HasSubstr("launcher: started 2 workers"));
+  for (const char* field : {"train_loss", "val_loss", "val_acc"}) {
+    const std::vector<double> single = EpochValues(outputs[0], field);
+    const std::vector<double> ddp = EpochValues(outputs[1], field);
+    ASSERT_EQ(single.size(), 3u) << outputs[0];
+    ASSERT_EQ(ddp.size(), 3u) << outputs[1];
+    for (size_t epoch = 0; epoch < 3; ++epoch) {
+      EXPECT_NEAR(single[epoch], ddp[epoch], 1e-4) << field << " of epoch " << epoch + 1;
+    }
+  }
+  // It trained at all: the loss of the last epoch is below the first's.
+  const std::vector<double> loss = EpochValues(outputs[0], "train_loss");
+  EXPECT_LT(loss.back(), loss.front());
 }
 
 }  // namespace

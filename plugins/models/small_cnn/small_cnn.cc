@@ -33,19 +33,24 @@ constexpr int kMaxStages = 6;
 
 class StageImpl : public torch::nn::Module {
  public:
-  StageImpl(int64_t in_channels, int64_t out_channels) {
+  StageImpl(int64_t in_channels, int64_t out_channels, bool batch_norm) {
+    // With a BatchNorm after it the convolution needs no bias of its own.
     conv_ = register_module(
-        "conv", torch::nn::Conv2d(
-                    torch::nn::Conv2dOptions(in_channels, out_channels, 3).padding(1).bias(false)));
+        "conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, 3)
+                                      .padding(1)
+                                      .bias(!batch_norm)));
     torch::nn::init::kaiming_normal_(conv_->weight, /*a=*/0, torch::kFanOut, torch::kReLU);
+    if (!batch_norm) torch::nn::init::zeros_(conv_->bias);
     // LibTorch's BatchNorm2d already starts at weight 1, bias 0.
-    bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
+    if (batch_norm) bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = conv_(x);
+    if (bn_) y = bn_(y);
     // ceil_mode: odd sizes round up, and a 1x1 map stays 1x1 instead of
     // vanishing, so any number of stages suits any input size.
-    return torch::max_pool2d(bn_(conv_(x)).relu_(), /*kernel_size=*/{2, 2}, /*stride=*/{2, 2},
+    return torch::max_pool2d(y.relu_(), /*kernel_size=*/{2, 2}, /*stride=*/{2, 2},
                              /*padding=*/{0, 0}, /*dilation=*/{1, 1}, /*ceil_mode=*/true);
   }
 
@@ -57,12 +62,13 @@ TORCH_MODULE(Stage);
 
 class SmallCnn : public Model {
  public:
-  SmallCnn(int64_t num_classes, int64_t in_channels, int64_t width, int stages) {
+  SmallCnn(int64_t num_classes, int64_t in_channels, int64_t width, int stages,
+           bool batch_norm) {
     torch::nn::Sequential sequential;
     int64_t channels = in_channels;
     for (int i = 0; i < stages; ++i) {
       const int64_t out_channels = width << i;
-      sequential->push_back(Stage(channels, out_channels));
+      sequential->push_back(Stage(channels, out_channels, batch_norm));
       channels = out_channels;
     }
     stages_ = register_module("stages", sequential);
@@ -102,7 +108,7 @@ absl::StatusOr<std::unique_ptr<Model>> CreateSmallCnn(const SmallCnnOptions& opt
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
   return std::make_unique<SmallCnn>(shape->num_classes, shape->in_channels, options.width(),
-                                    options.stages());
+                                    options.stages(), options.batch_norm());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "small_cnn", SmallCnnOptions,
