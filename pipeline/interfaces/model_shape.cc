@@ -36,4 +36,13 @@ absl::StatusOr<ModelShape> ResolveModelShape(int64_t num_classes, int64_t in_cha
   return shape;
 }
 
+absl::Status ValidateDropout(double dropout) {
+  // Written to also reject NaN.
+  if (!(dropout >= 0 && dropout < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dropout: ", dropout, " is not a probability in [0, 1); set 0 to disable dropout"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace pipeline

@@ -18,6 +18,10 @@ struct ModelShape {
 // the training data").
 absl::Status ValidateClassesAndChannels(int64_t num_classes, int64_t in_channels);
 
+// Rejects a dropout probability outside [0, 1) (NaN included), naming the
+// `dropout` field.
+absl::Status ValidateDropout(double dropout);
+
 // Resolves options left at 0 from the training data's class count and sample
 // channels (ModelContext::num_classes and ModelContext::input_channels);
 // fails when a count is still not positive.

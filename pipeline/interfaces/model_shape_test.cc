@@ -1,5 +1,7 @@
 #include "pipeline/interfaces/model_shape.h"
 
+#include <cmath>
+
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
 
@@ -53,6 +55,15 @@ TEST(ResolveModelShapeTest, FailsWithoutContextChannels) {
   EXPECT_EQ(shape.status().message(),
             "in_channels: 0 takes the training samples' channel count, but they give none; set "
             "in_channels");
+}
+
+TEST(ValidateDropoutTest, AcceptsZeroToBelowOneAndRejectsTheRest) {
+  EXPECT_TRUE(ValidateDropout(0).ok());
+  EXPECT_TRUE(ValidateDropout(0.5).ok());
+  EXPECT_EQ(ValidateDropout(1).message(),
+            "dropout: 1 is not a probability in [0, 1); set 0 to disable dropout");
+  EXPECT_FALSE(ValidateDropout(-0.1).ok());
+  EXPECT_FALSE(ValidateDropout(std::nan("")).ok());
 }
 
 }  // namespace

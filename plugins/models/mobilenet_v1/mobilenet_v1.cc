@@ -146,12 +146,7 @@ absl::Status ValidateMobileNetV1Options(const MobileNetV1Options& options) {
       !status.ok()) {
     return status;
   }
-  if (!(options.dropout() >= 0 && options.dropout() < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dropout: ", options.dropout(),
-                     " is not a probability in [0, 1); set 0 to disable dropout"));
-  }
-  return absl::OkStatus();
+  return ValidateDropout(options.dropout());
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV1(const MobileNetV1Options& options,

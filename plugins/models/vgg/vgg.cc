@@ -140,13 +140,7 @@ absl::Status ValidateVggOptions(const VggOptions& options) {
       !status.ok()) {
     return status;
   }
-  // Written to also reject NaN.
-  if (!(options.dropout() >= 0 && options.dropout() < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dropout: ", options.dropout(),
-                     " is not a probability in [0, 1); set 0 to disable dropout"));
-  }
-  return absl::OkStatus();
+  return ValidateDropout(options.dropout());
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateVgg(const VggOptions& options,
