@@ -10,7 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "pipeline/util/torch_status.h"
+#include "torch/serialize/input-archive.h"
 #include "torch/serialize/output-archive.h"
 
 namespace pipeline {
@@ -82,6 +84,48 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
   }
   if (absl::Status status = FsyncFile(temporary); !status.ok()) return status;
   return RenameOver(temporary, path);
+}
+
+absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such checkpoint file"));
+  }
+  LoadedCheckpoint loaded;
+  auto read = CallTorch("", [&]() -> absl::Status {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::serialize::InputArchive model_archive;
+    if (!archive.try_read("model", model_archive)) {
+      return absl::InvalidArgumentError("holds no model weights");
+    }
+    // Attributes come back in the order they were written; "training" and
+    // the like are not tensors and are left out.
+    for (const std::string& key : model_archive.keys()) {
+      c10::IValue value;
+      model_archive.read(key, value);
+      if (value.isTensor()) loaded.model.emplace_back(key, value.toTensor());
+    }
+    c10::IValue epoch, step, class_names, config;
+    if (!archive.try_read("epoch", epoch) || !archive.try_read("step", step) ||
+        !archive.try_read("class_names", class_names) || !archive.try_read("config", config) ||
+        !epoch.isInt() || !step.isInt() || !class_names.isString() || !config.isString()) {
+      return absl::InvalidArgumentError("lacks the epoch, step, class names or config");
+    }
+    loaded.contents.epoch = epoch.toInt();
+    loaded.contents.step = step.toInt();
+    const std::string names = class_names.toStringRef();
+    if (!names.empty()) loaded.contents.class_names = absl::StrSplit(names, '\n');
+    loaded.contents.resolved_config = config.toStringRef();
+    return absl::OkStatus();
+  });
+  if (!read.ok()) {
+    std::string reason(read.message());
+    if (reason.rfind(": ", 0) == 0) reason = reason.substr(2);
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": is not a checkpoint written by train (truncated or another format?): ", reason));
+  }
+  return loaded;
 }
 
 }  // namespace pipeline

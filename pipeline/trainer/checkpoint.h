@@ -2,9 +2,11 @@
 #define PIPELINE_TRAINER_CHECKPOINT_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/optimizer.h"
 
@@ -23,6 +25,17 @@ struct CheckpointContents {
 // flushed to disk, then renamed over it.
 absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& optimizer,
                              const CheckpointContents& contents);
+
+struct LoadedCheckpoint {
+  CheckpointContents contents;
+  // Model parameters and buffers under their state_dict names.
+  std::vector<std::pair<std::string, torch::Tensor>> model;
+};
+
+// Reads what WriteCheckpoint wrote (all but the optimizer state), or an
+// error naming `path`: missing, truncated, or not a checkpoint of this
+// project.
+absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path);
 
 // Writes `text` to `path` the same all-or-nothing way.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& text);
