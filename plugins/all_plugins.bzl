@@ -21,6 +21,7 @@ ALL_PLUGINS = [
     "//plugins/schedules/constant",
     "//plugins/schedules/cosine",
     "//plugins/schedules/step",
+    "//plugins/strategies/data_parallel",
     "//plugins/strategies/ddp",
     "//plugins/strategies/single",
     "//plugins/transforms/center_crop",

@@ -2,7 +2,9 @@
 // runs two worker processes that rendezvous over loopback, train, and report
 // once; when a worker dies, the others are stopped and the launcher names it.
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +26,7 @@ namespace pipeline {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
@@ -124,7 +127,8 @@ TEST(DdpLaunchTest, ADeadWorkerStopsTheOthersAndIsNamed) {
 // The config of the equivalence test: a BatchNorm-free model, so one process
 // on batches of 8 and two processes on 4 + 4 of the same samples compute the
 // same gradients.
-std::string EquivalenceConfig(const std::string& name, bool ddp) {
+std::string EquivalenceConfig(const std::string& name, const std::string& strategy) {
+  const bool ddp = strategy == "ddp";
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/config.textproto";
@@ -172,7 +176,7 @@ std::string EquivalenceConfig(const std::string& name, bool ddp) {
                                                      }
                                                    }
                                                  })pb"
-                                          : "",
+                                          : absl::StrCat("strategy { name: \"", strategy, "\" }"),
                                       R"pb(
     trainer { epochs: 3 seed: 7 }
     checkpoint { every_epochs: 0 }
@@ -194,29 +198,144 @@ std::vector<double> EpochValues(const std::string& output, const std::string& fi
   return values;
 }
 
-TEST(DdpLaunchTest, TwoProcessesTrainExactlyLikeOneOnTheWholeBatch) {
-  std::string outputs[2];
-  for (int ddp = 0; ddp < 2; ++ddp) {
-    const std::string config = EquivalenceConfig(ddp ? "equal_ddp" : "equal_single", ddp);
-    const std::string log = ::testing::TempDir() + (ddp ? "/equal_ddp.log" : "/equal_single.log");
+// Two processes (ddp) and two replicas in one process (data_parallel), each
+// on halves of the batches single-device training sees whole.
+TEST(DdpLaunchTest, ParallelStrategiesTrainExactlyLikeOneDeviceOnTheWholeBatch) {
+  const std::vector<std::string> strategies = {"single", "ddp", "data_parallel"};
+  std::vector<std::string> outputs;
+  for (const std::string& strategy : strategies) {
+    const std::string config = EquivalenceConfig("equal_" + strategy, strategy);
+    const std::string log = ::testing::TempDir() + "/equal_" + strategy + ".log";
     const int status =
         std::system(("tools/train --config=" + config + " > " + log + " 2>&1").c_str());
-    outputs[ddp] = ReadFile(log);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << outputs[ddp];
+    outputs.push_back(ReadFile(log));
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << outputs.back();
   }
   EXPECT_THAT(outputs[1], HasSubstr("launcher: started 2 workers"));
-  for (const char* field : {"train_loss", "val_loss", "val_acc"}) {
-    const std::vector<double> single = EpochValues(outputs[0], field);
-    const std::vector<double> ddp = EpochValues(outputs[1], field);
-    ASSERT_EQ(single.size(), 3u) << outputs[0];
-    ASSERT_EQ(ddp.size(), 3u) << outputs[1];
-    for (size_t epoch = 0; epoch < 3; ++epoch) {
-      EXPECT_NEAR(single[epoch], ddp[epoch], 1e-4) << field << " of epoch " << epoch + 1;
+  for (size_t parallel = 1; parallel < strategies.size(); ++parallel) {
+    for (const char* field : {"train_loss", "val_loss", "val_acc"}) {
+      const std::vector<double> single = EpochValues(outputs[0], field);
+      const std::vector<double> other = EpochValues(outputs[parallel], field);
+      ASSERT_EQ(single.size(), 3u) << outputs[0];
+      ASSERT_EQ(other.size(), 3u) << outputs[parallel];
+      for (size_t epoch = 0; epoch < 3; ++epoch) {
+        EXPECT_NEAR(single[epoch], other[epoch], 1e-4)
+            << strategies[parallel] << ": " << field << " of epoch " << epoch + 1;
+      }
     }
   }
   // It trained at all: the loss of the last epoch is below the first's.
   const std::vector<double> loss = EpochValues(outputs[0], "train_loss");
   EXPECT_LT(loss.back(), loss.front());
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+struct RankRun {
+  int exit_code = -1;
+  std::string output;
+};
+
+// Starts one `train` per entry of `environments` (variables as a shell
+// prefix, then extra flags) at the same time, as torchrun or srun would, and
+// waits for all; each is bounded by `timeout` so a hang fails the test.
+std::vector<RankRun> RunRanks(const std::string& name, const std::string& config,
+                              const std::vector<std::string>& environments,
+                              const std::vector<std::string>& flags = {}) {
+  const std::string dir = ::testing::TempDir() + "/" + name;
+  std::filesystem::create_directories(dir);
+  std::string command;
+  for (size_t r = 0; r < environments.size(); ++r) {
+    const std::string log = absl::StrCat(dir, "/log", r);
+    command += absl::StrCat("(env ", environments[r], " timeout 120 tools/train --config=", config,
+                            " ", r < flags.size() ? flags[r] : "", " > ", log, " 2>&1; echo $? > ",
+                            dir, "/rc", r, ") & ");
+  }
+  std::system((command + "wait").c_str());
+  std::vector<RankRun> runs(environments.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    runs[r].output = ReadFile(absl::StrCat(dir, "/log", r));
+    const std::string rc = ReadFile(absl::StrCat(dir, "/rc", r));
+    runs[r].exit_code = rc.empty() ? -1 : std::stoi(rc);
+  }
+  return runs;
+}
+
+TEST(DdpLaunchTest, TorchrunStyleVariablesGiveEachProcessItsRank) {
+  const std::string config = EquivalenceConfig("torchrun_style", "ddp");
+  const std::string rendezvous = absl::StrCat("WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=",
+                                              FreePort(), " RANK=");
+  const std::vector<RankRun> runs =
+      RunRanks("torchrun_style", config + " --set=trainer.max_steps=4",
+               {rendezvous + "0 LOCAL_RANK=0", rendezvous + "1 LOCAL_RANK=1"});
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].output;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].output;
+  EXPECT_THAT(runs[0].output, HasSubstr("\"steps\":4"));
+  EXPECT_THAT(runs[0].output, Not(HasSubstr("launcher:")));
+  // Only rank 0 reports.
+  EXPECT_THAT(runs[1].output, Not(HasSubstr("{\"event\":\"summary\"")));
+}
+
+TEST(DdpLaunchTest, SlurmVariablesAloneGiveEachProcessItsRank) {
+  const std::string config = EquivalenceConfig("slurm_style", "ddp");
+  const std::string job = absl::StrCat("SLURM_NTASKS=2 SLURM_JOB_NODELIST=localhost MASTER_PORT=",
+                                       FreePort(), " SLURM_PROCID=");
+  const std::vector<RankRun> runs =
+      RunRanks("slurm_style", config + " --set=trainer.max_steps=4",
+               {job + "0 SLURM_LOCALID=0", job + "1 SLURM_LOCALID=1"});
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].output;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].output;
+  EXPECT_THAT(runs[0].output, HasSubstr("\"steps\":4"));
+  EXPECT_THAT(runs[1].output, Not(HasSubstr("{\"event\":\"summary\"")));
+}
+
+TEST(DdpLaunchTest, RanksWithDifferentConfigsAreStoppedAtTheStart) {
+  const std::string config = EquivalenceConfig("config_mismatch", "ddp");
+  const std::string rendezvous = absl::StrCat("WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=",
+                                              FreePort(), " RANK=");
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<RankRun> runs =
+      RunRanks("config_mismatch", config, {rendezvous + "0", rendezvous + "1"},
+               {"", "--set=trainer.seed=8"});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60);
+  for (const RankRun& run : runs) {
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr("the resolved config of rank 1 differs from rank 0's; "
+                                      "start every rank with the same config file and --set "
+                                      "flags"));
+  }
+}
+
+TEST(DdpLaunchTest, APortInUseIsNamed) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t length = sizeof(address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const int port = ntohs(address.sin_port);
+  const std::string config = EquivalenceConfig("port_in_use", "ddp");
+  const std::vector<RankRun> runs = RunRanks(
+      "port_in_use", config,
+      {absl::StrCat("RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=", port)});
+  close(fd);
+  EXPECT_EQ(runs[0].exit_code, 2);
+  EXPECT_THAT(runs[0].output, HasSubstr(absl::StrCat("127.0.0.1:", port)));
+  EXPECT_THAT(runs[0].output, HasSubstr(absl::StrCat(
+                                  "Address already in use). Another process holds port ", port,
+                                  ": choose a free one with MASTER_PORT (or train --master_port)")));
 }
 
 }  // namespace

@@ -113,12 +113,15 @@ int ProcessesPerNode(const PipelineConfig& config) {
 
 // Whether a launcher (this one, torchrun, srun, mpirun) already made this
 // process one rank of a group.
-bool IsWorker() {
+// The rank a launcher gave this process, or "" when none did.
+std::string LaunchedRank() {
   for (const char* name : {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}) {
-    if (!EnvOr(name, "").empty()) return true;
+    if (!EnvOr(name, "").empty()) return EnvOr(name, "");
   }
-  return false;
+  return "";
 }
+
+bool IsWorker() { return !LaunchedRank().empty(); }
 
 int Main(int argc, char** argv) {
   const std::vector<std::string> original_arguments(argv, argv + argc);
@@ -175,7 +178,7 @@ int Main(int argc, char** argv) {
     }
     return 0;
   }
-  const bool primary = EnvOr("RANK", "0") == "0";
+  const bool primary = LaunchedRank().empty() || LaunchedRank() == "0";
   if (primary) std::cerr << "config " << *path << ", resolved:\n" << text << "\n";
   RunOptions options;
   options.dry_run = FLAGS_dry_run;

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ namespace pipeline {
 using LossFunction =
     std::function<torch::Tensor(const torch::Tensor& logits, const torch::Tensor& labels)>;
 
+// Builds another model exactly like the one being trained (same plugin, same
+// options, fresh weights); strategies that keep several replicas in one
+// process build them with it.
+using ModelFactory = std::function<absl::StatusOr<std::unique_ptr<Model>>()>;
+
 struct StepOutput {
   torch::Tensor loss;    // scalar, detached, on the CPU
   torch::Tensor logits;  // N x classes, detached, on the CPU
@@ -27,9 +33,9 @@ class Strategy {
  public:
   virtual ~Strategy() = default;
 
-  // Called once before training: moves the model where it runs and
+  // Called once before training: moves the model where it runs, builds and
   // synchronises replicas.
-  virtual absl::Status Prepare(Model& model) = 0;
+  virtual absl::Status Prepare(Model& model, const ModelFactory& make_replica) = 0;
 
   // Forward and backward of one batch. Afterwards each parameter's grad holds
   // the gradient the optimizer should apply (for several replicas, their

@@ -198,6 +198,46 @@ class ProgressPrinter {
   bool pending_ = false;
 };
 
+// FNV-1a: the same on every machine and build, unlike std::hash or absl::Hash.
+uint64_t StableHash(const std::string& text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+
+// Ranks started with different configs (another file, other --set flags)
+// would train different things, or wait on each other forever; every rank
+// compares the hash of its resolved config with every other's. Fields set
+// per machine (compute threads follow its cores) are left out.
+absl::Status CheckSameConfigOnEveryRank(const PipelineConfig& config, Strategy& strategy) {
+  const int world = strategy.world_size();
+  if (world < 2) return absl::OkStatus();
+  PipelineConfig shared = config;
+  shared.mutable_trainer()->clear_threads();
+  const uint64_t hash = StableHash(ConfigToText(shared));
+  // Three exact pieces of 22 bits per rank, gathered by a sum in which only
+  // each rank's own slots are non-zero.
+  std::vector<double> slots(3 * static_cast<size_t>(world), 0.0);
+  for (int piece = 0; piece < 3; ++piece) {
+    slots[3 * strategy.rank() + piece] = static_cast<double>((hash >> (22 * piece)) & 0x3fffff);
+  }
+  RETURN_IF_ERROR(strategy.SumAcrossProcesses(slots));
+  std::vector<std::string> differing;
+  for (int r = 1; r < world; ++r) {
+    for (int piece = 0; piece < 3; ++piece) {
+      if (slots[3 * r + piece] != slots[piece]) {
+        differing.push_back(absl::StrCat(r));
+        break;
+      }
+    }
+  }
+  if (differing.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the resolved config of rank", differing.size() > 1 ? "s " : " ",
+      absl::StrJoin(differing, ", "), " differs from rank 0's; start every rank with the same "
+      "config file and --set flags (compare with `train --print_config` on each machine)"));
+}
+
 }  // namespace
 
 absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOptions& options) {
@@ -208,6 +248,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
 
   ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
                    Registry<Strategy>::Global().Create(config.strategy(), {.seed = trainer.seed()}));
+  RETURN_IF_ERROR(CheckSameConfigOnEveryRank(config, *strategy));
   const bool primary = strategy->is_primary();
   std::ostream* log = primary ? options.log : nullptr;
   std::ostream* events = primary ? options.events : nullptr;
@@ -240,7 +281,10 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   ModelContext model_context{static_cast<int64_t>(classes.size()), first->image.channels};
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    Registry<Model>::Global().Create(config.model(), model_context));
-  RETURN_IF_ERROR(strategy->Prepare(*model));
+  const ModelFactory make_replica = [&config, model_context] {
+    return Registry<Model>::Global().Create(config.model(), model_context);
+  };
+  RETURN_IF_ERROR(strategy->Prepare(*model, make_replica));
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    Registry<Optimizer>::Global().Create(config.optimizer(),
                                                         {model->parameters()}));

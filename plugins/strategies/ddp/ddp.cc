@@ -10,9 +10,11 @@
 // its all-reduce is launched asynchronously, so communication overlaps the
 // rest of the backward pass (Li et al., "PyTorch Distributed", VLDB 2020).
 // Buckets are launched strictly in index order on every rank, so the
-// collectives match; after backward, buckets still incomplete (parameters
-// that got no gradient) are launched with zeros in place of the missing
-// gradients, so unused parameters never hang the group.
+// collectives match. With find_unused_parameters, parameters the forward
+// pass's graph does not reach are marked ready before backward starts, so
+// their buckets still launch during it; without, a parameter that got no
+// gradient is found after backward (its bucket launched with zeros so no
+// rank hangs) and the step fails with its name.
 //
 //   strategy {
 //     name: "ddp"
@@ -23,15 +25,21 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
 #include "plugins/strategies/ddp/slurm_nodes.h"
+#include "torch/csrc/autograd/function.h"
+#include "torch/csrc/autograd/variable.h"
 #include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
 #include "torch/csrc/distributed/c10d/TCPStore.hpp"
 #include "torch/types.h"
@@ -116,11 +124,14 @@ class DdpStrategy : public Strategy {
   int rank() const override { return rendezvous_.rank; }
   int world_size() const override { return rendezvous_.world_size; }
 
-  absl::Status Prepare(Model& model) override {
+  absl::Status Prepare(Model& model, const ModelFactory&) override {
     return CallTorch("ddp: preparing the model", [&] {
       parameters_.clear();
-      for (const at::Tensor& p : model.parameters()) {
-        if (p.requires_grad()) parameters_.push_back(p);
+      names_.clear();
+      for (const auto& p : model.named_parameters()) {
+        if (!p.value().requires_grad()) continue;
+        parameters_.push_back(p.value());
+        names_.push_back(p.key());
       }
       // Every replica starts from rank 0's weights and buffers.
       std::vector<at::Tensor> state = model.parameters();
@@ -153,6 +164,7 @@ class DdpStrategy : public Strategy {
       }
       torch::Tensor logits = model.forward(images);
       torch::Tensor loss = loss_function(logits, labels);
+      if (synchronize_ && options_.find_unused_parameters()) MarkUnusedReady(loss);
       loss.backward();
       if (synchronize_) FinishGradients();
       return StepOutput{loss.detach(), logits.detach()};
@@ -244,6 +256,37 @@ class DdpStrategy : public Strategy {
     LaunchReadyBuckets();
   }
 
+  // Parameters whose gradient accumulator the graph of `loss` does not
+  // reach get no gradient from this backward pass: their slots take what
+  // earlier accumulated passes left (or stay zero) and count as ready now.
+  void MarkUnusedReady(const at::Tensor& loss) {
+    std::unordered_set<const torch::autograd::Node*> reached;
+    std::vector<torch::autograd::Node*> pending;
+    if (loss.grad_fn()) pending.push_back(loss.grad_fn().get());
+    while (!pending.empty()) {
+      torch::autograd::Node* node = pending.back();
+      pending.pop_back();
+      if (!reached.insert(node).second) continue;
+      for (const torch::autograd::Edge& edge : node->next_edges()) {
+        if (edge.function) pending.push_back(edge.function.get());
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      const auto accumulator = torch::autograd::impl::try_get_grad_accumulator(parameters_[i]);
+      if (accumulator && reached.count(accumulator.get())) continue;
+      Bucket& bucket = buckets_[bucket_of_[i]];
+      const at::Tensor& accumulated = parameters_[i].grad();
+      if (accumulated.defined()) {
+        bucket.flat.narrow(0, bucket.offsets[position_in_bucket_[i]], accumulated.numel())
+            .copy_(accumulated.reshape({-1}));
+      }
+      received_[i] = true;
+      ++bucket.ready;
+    }
+    LaunchReadyBuckets();
+  }
+
   void LaunchReadyBuckets() {
     while (next_to_launch_ < buckets_.size()) {
       Bucket& bucket = buckets_[next_to_launch_];
@@ -262,8 +305,12 @@ class DdpStrategy : public Strategy {
   // After backward: launch what the hooks did not (unused parameters keep
   // zeros), wait for every bucket, and write the averages into .grad.
   void FinishGradients() {
+    std::vector<std::string> missing;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t i = 0; i < parameters_.size(); ++i) {
+        if (!received_[i]) missing.push_back(names_[i]);
+      }
       for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) {
         // A parameter this pass did not reach may still hold gradients of
         // earlier accumulated passes.
@@ -292,12 +339,24 @@ class DdpStrategy : public Strategy {
         }
       }
     }
+    // Every rank has finished the same collectives, so failing here leaves
+    // none of them waiting.
+    if (!missing.empty()) {
+      const size_t shown = std::min<size_t>(missing.size(), 8);
+      throw std::runtime_error(absl::StrCat(
+          "parameters got no gradient in this step: ",
+          absl::StrJoin(missing.begin(), missing.begin() + shown, ", "),
+          missing.size() > shown ? absl::StrCat(" and ", missing.size() - shown, " more") : "",
+          ". Set find_unused_parameters: true in the ddp options when the forward pass can "
+          "skip parameters, or freeze them (requires_grad false)"));
+    }
   }
 
   DdpOptions options_;
   Rendezvous rendezvous_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   std::vector<at::Tensor> parameters_;
+  std::vector<std::string> names_;  // of parameters_, for errors
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
   std::vector<size_t> position_in_bucket_;
@@ -345,6 +404,27 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const StrategyContext& con
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+// Ranks launched inconsistently would otherwise wait for each other until
+// the timeout: every rank compares its world size with rank 0's, and claims
+// its rank number, so a rank started twice is refused.
+void CheckRanksAgree(c10d::Store& store, const Rendezvous& rendezvous) {
+  auto bytes = [](const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); };
+  store.set(absl::StrCat("pipeline/world_size/", rendezvous.rank),
+            bytes(std::to_string(rendezvous.world_size)));
+  const std::vector<uint8_t> zero = store.get("pipeline/world_size/0");
+  const std::string theirs(zero.begin(), zero.end());
+  if (theirs != std::to_string(rendezvous.world_size)) {
+    throw std::runtime_error(absl::StrCat("WORLD_SIZE=", rendezvous.world_size,
+                                          " here but rank 0 has WORLD_SIZE=", theirs,
+                                          "; start every rank with the same world size"));
+  }
+  if (store.add(absl::StrCat("pipeline/rank_claims/", rendezvous.rank), 1) > 1) {
+    throw std::runtime_error(absl::StrCat("RANK=", rendezvous.rank,
+                                          " is already taken by another process of this job; "
+                                          "give each process its own rank"));
+  }
+}
+
 absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
                                                     const StrategyContext& context) {
   ASSIGN_OR_RETURN(Rendezvous rendezvous, ReadRendezvous(context));
@@ -360,12 +440,20 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
         store_options.numWorkers = rendezvous.world_size;
         store_options.timeout = timeout;
         auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+        CheckRanksAgree(*store, rendezvous);
         auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
         gloo_options->devices.push_back(GlooDevice(context, rendezvous));
         return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
                                                            rendezvous.world_size, gloo_options);
       });
-  if (!group.ok()) return group.status();
+  if (!group.ok()) {
+    if (absl::StrContains(group.status().message(), "Address already in use")) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          group.status().message(), " Another process holds port ", rendezvous.master_port,
+          ": choose a free one with MASTER_PORT (or train --master_port)"));
+    }
+    return group.status();
+  }
   return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group));
 }
 

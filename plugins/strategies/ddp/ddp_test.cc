@@ -67,7 +67,10 @@ StrategyContext RankContext(int rank, int port) {
 // own, so the in-order launching across many buckets is exercised.
 constexpr char kDdp[] = R"pb(name: "ddp"
                              options {
-                               [type.googleapis.com/pipeline.DdpOptions] { bucket_cap_mb: 0.00004 }
+                               [type.googleapis.com/pipeline.DdpOptions] {
+                                 bucket_cap_mb: 0.00004
+                                 find_unused_parameters: true
+                               }
                              })pb";
 
 TEST(DdpTest, GradientsEqualTheSingleProcessGradientOfTheWholeBatch) {
@@ -87,7 +90,7 @@ TEST(DdpTest, GradientsEqualTheSingleProcessGradientOfTheWholeBatch) {
       return;
     }
     models[rank] = std::make_unique<TwoLayers>();  // rank-dependent random init
-    if (auto status = (*strategy)->Prepare(*models[rank]); !status.ok()) {
+    if (auto status = (*strategy)->Prepare(*models[rank], {}); !status.ok()) {
       errors[rank] = std::string(status.message());
       return;
     }
@@ -155,7 +158,7 @@ TEST(DdpTest, AccumulatedMicroBatchesAverageLikeOneBigBatch) {
       return;
     }
     models[rank] = std::make_unique<TwoLayers>();
-    absl::Status status = (*strategy)->Prepare(*models[rank]);
+    absl::Status status = (*strategy)->Prepare(*models[rank], {});
     for (int micro = 0; micro < 2 && status.ok(); ++micro) {
       (*strategy)->SetGradientSynchronization(micro == 1);
       const int64_t start = 4 * rank + 2 * micro;
@@ -188,6 +191,69 @@ TEST(DdpTest, AccumulatedMicroBatchesAverageLikeOneBigBatch) {
     EXPECT_TRUE(torch::allclose(grad0, p.value().grad(), 1e-5, 1e-6)) << p.key();
     EXPECT_TRUE(grad0.equal(models[1]->named_parameters()[p.key()].grad())) << p.key();
   }
+}
+
+// Runs one ForwardBackward of TwoLayers on each of two ranks with the given
+// ddp config; returns each rank's error ("" when it succeeded).
+std::vector<std::string> RunOneStepOnTwoRanks(const std::string& config) {
+  const int port = FreePort();
+  std::vector<std::string> errors(2);
+  auto run_rank = [&](int rank) {
+    auto strategy = testing::CreatePlugin<Strategy>(config, RankContext(rank, port));
+    if (!strategy.ok()) {
+      errors[rank] = std::string(strategy.status().message());
+      return;
+    }
+    TwoLayers model;
+    absl::Status status = (*strategy)->Prepare(model, {});
+    if (status.ok()) {
+      status = (*strategy)
+                   ->ForwardBackward(model, torch::randn({2, 4}), torch::zeros({2}, torch::kLong),
+                                     CrossEntropy)
+                   .status();
+    }
+    if (!status.ok()) errors[rank] = std::string(status.message());
+  };
+  std::thread rank0(run_rank, 0);
+  std::thread rank1(run_rank, 1);
+  rank0.join();
+  rank1.join();
+  return errors;
+}
+
+TEST(DdpTest, AnUnusedParameterWithoutFindUnusedParametersIsNamedOnEveryRank) {
+  const std::vector<std::string> errors = RunOneStepOnTwoRanks(R"pb(name: "ddp")pb");
+  for (const std::string& error : errors) {
+    EXPECT_THAT(error, HasSubstr("parameters got no gradient in this step: unused. Set "
+                                 "find_unused_parameters: true in the ddp options"));
+  }
+}
+
+TEST(DdpTest, MismatchedWorldSizesAreRefused) {
+  const int port = FreePort();
+  std::string error;
+  std::thread rank0([&] {
+    // Rank 0 of 2 waits for its peer; the peer refuses and goes away, so
+    // rank 0 stops at its (short) timeout.
+    auto strategy = testing::CreatePlugin<Strategy>(
+        R"pb(name: "ddp" options { [type.googleapis.com/pipeline.DdpOptions] { timeout_seconds: 3 } })pb",
+        RankContext(0, port));
+    (void)strategy;
+  });
+  StrategyContext context = RankContext(1, port);
+  context.environment = [port](const std::string& name) -> std::string {
+    if (name == "RANK") return "1";
+    if (name == "WORLD_SIZE") return "3";
+    if (name == "MASTER_ADDR") return "127.0.0.1";
+    if (name == "MASTER_PORT") return std::to_string(port);
+    return "";
+  };
+  auto strategy = testing::CreatePlugin<Strategy>(
+      R"pb(name: "ddp" options { [type.googleapis.com/pipeline.DdpOptions] { timeout_seconds: 3 } })pb",
+      context);
+  rank0.join();
+  EXPECT_THAT(strategy.status().message(),
+              HasSubstr("WORLD_SIZE=3 here but rank 0 has WORLD_SIZE=2"));
 }
 
 TEST(DdpTest, MissingRankSaysHowToLaunch) {

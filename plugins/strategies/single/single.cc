@@ -21,7 +21,7 @@ class SingleDeviceStrategy : public Strategy {
  public:
   explicit SingleDeviceStrategy(torch::Device device) : device_(device) {}
 
-  absl::Status Prepare(Model& model) override {
+  absl::Status Prepare(Model& model, const ModelFactory&) override {
     return CallTorch("moving the model to " + device_.str(), [&] { model.to(device_); });
   }
 

@@ -25,7 +25,7 @@ TEST(SingleDeviceTest, ForwardBackwardLeavesTheGradientOfTheLoss) {
   auto strategy = testing::CreatePlugin<Strategy>(R"pb(name: "single")pb");
   ASSERT_TRUE(strategy.ok()) << strategy.status();
   LinearModel model;
-  ASSERT_TRUE((*strategy)->Prepare(model).ok());
+  ASSERT_TRUE((*strategy)->Prepare(model, {}).ok());
   const torch::Tensor images = torch::ones({3, 1, 2, 2});
   const torch::Tensor labels = torch::zeros({3}, torch::kLong);
   auto output = (*strategy)->ForwardBackward(
