@@ -94,6 +94,24 @@ TEST(TrainCliTest, DryRunOfTheDefaultConfigSucceeds) {
   EXPECT_THAT(result.output, HasSubstr("dry run: the config is valid and every plugin was built"));
 }
 
+TEST(TrainCliTest, EveryShippedConfigResolves) {
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("configs")) {
+    if (entry.path().extension() != ".textproto") continue;
+    ++configs;
+    Result result = RunTrain("--config=" + entry.path().string() + " --print_config");
+    EXPECT_EQ(result.exit_code, 0) << entry.path() << "\n" << result.output;
+  }
+  EXPECT_GE(configs, 6);
+}
+
+TEST(TrainCliTest, DryRunOfTheDataParallelConfigBuildsTwoReplicas) {
+  Result result = RunTrain("--config=configs/dp.textproto --dry_run");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("name: \"data_parallel\""));
+  EXPECT_THAT(result.output, HasSubstr("dry run: the config is valid and every plugin was built"));
+}
+
 TEST(TrainCliTest, ListPluginsShowsEveryKindWithOptions) {
   Result result = RunTrain("--list_plugins");
   EXPECT_EQ(result.exit_code, 0);
