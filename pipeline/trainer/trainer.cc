@@ -29,6 +29,7 @@
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
+#include "pipeline/weights/pretrained.h"
 #include "torch/csrc/autograd/grad_mode.h"
 #include "torch/utils.h"
 
@@ -279,6 +280,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                         absl::StrCat("train_data: sample 0: ", first.status().message()));
   }
   ModelContext model_context{static_cast<int64_t>(classes.size()), first->image.channels};
+  model_context.log = log;
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    Registry<Model>::Global().Create(config.model(), model_context));
   const ModelFactory make_replica = [&config, model_context] {
@@ -286,8 +288,10 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   };
   RETURN_IF_ERROR(strategy->Prepare(*model, make_replica));
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                   // Frozen parameters (freeze_backbone) stay out, so neither
+                   // weight decay nor momentum moves them.
                    Registry<Optimizer>::Global().Create(config.optimizer(),
-                                                        {model->parameters()}));
+                                                        {TrainableParameters(*model)}));
   ASSIGN_OR_RETURN(std::unique_ptr<LearningRateSchedule> schedule,
                    Registry<LearningRateSchedule>::Global().Create(
                        config.learning_rate().schedule(), {}));

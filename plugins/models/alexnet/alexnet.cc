@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/alexnet/alexnet.pb.h"
 #include "torch/nn/modules/activation.h"
 #include "torch/nn/modules/container/sequential.h"
@@ -50,6 +51,8 @@ torch::nn::Conv2d Conv(int64_t in_channels, int64_t out_channels, int64_t kernel
 
 class AlexNet : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"classifier.6."}; }
+
   AlexNet(int64_t num_classes, int64_t in_channels, double dropout) {
     features_ = register_module(
         "features", torch::nn::Sequential(Conv(in_channels, 64, 11, 4, 2), ReLU(), MaxPool(),
@@ -78,6 +81,11 @@ class AlexNet : public Model {
 
 absl::Status ValidateAlexNetOptions(const AlexNetOptions& options) {
   if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
           ValidateClassesAndChannels(options.num_classes(), options.in_channels());
       !status.ok()) {
     return status;
@@ -90,7 +98,9 @@ absl::StatusOr<std::unique_ptr<Model>> CreateAlexNet(const AlexNetOptions& optio
   const absl::StatusOr<ModelShape> shape = ResolveModelShape(
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
-  return std::make_unique<AlexNet>(shape->num_classes, shape->in_channels, options.dropout());
+  return WithPretrainedWeights(
+      std::make_unique<AlexNet>(shape->num_classes, shape->in_channels, options.dropout()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "alexnet", AlexNetOptions,

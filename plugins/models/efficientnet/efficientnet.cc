@@ -34,6 +34,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/efficientnet/efficientnet.pb.h"
 #include "torch/nn/init.h"
@@ -210,6 +211,8 @@ TORCH_MODULE(Stage);
 
 class EfficientNet : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"classifier.1."}; }
+
   EfficientNet(const Scaling& scaling, int64_t num_classes, int64_t in_channels, double dropout,
                double stochastic_depth_prob) {
     const torch::nn::BatchNorm2dOptions norm =
@@ -279,6 +282,11 @@ class EfficientNet : public Model {
 };
 
 absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
+  if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
   if (FindScaling(options.variant()) == nullptr) {
     std::vector<std::string> variants;
     for (const Scaling& scaling : kScalings) {
@@ -311,9 +319,11 @@ absl::StatusOr<std::unique_ptr<Model>> CreateEfficientNet(const EfficientNetOpti
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
   const Scaling& scaling = *FindScaling(options.variant());
-  return std::make_unique<EfficientNet>(scaling, shape->num_classes, shape->in_channels,
-                                        options.has_dropout() ? options.dropout() : scaling.dropout,
-                                        options.stochastic_depth_prob());
+  return WithPretrainedWeights(
+      std::make_unique<EfficientNet>(scaling, shape->num_classes, shape->in_channels,
+                                     options.has_dropout() ? options.dropout() : scaling.dropout,
+                                     options.stochastic_depth_prob()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "efficientnet", EfficientNetOptions,

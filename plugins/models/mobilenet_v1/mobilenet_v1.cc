@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v1/mobilenet_v1.pb.h"
 #include "torch/nn/init.h"
@@ -104,6 +105,8 @@ TORCH_MODULE(DepthwiseSeparable);
 
 class MobileNetV1 : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"classifier."}; }
+
   MobileNetV1(double width_multiplier, int64_t num_classes, int64_t in_channels, double dropout)
       : dropout_(dropout) {
     torch::nn::Sequential features;
@@ -135,6 +138,11 @@ class MobileNetV1 : public Model {
 };
 
 absl::Status ValidateMobileNetV1Options(const MobileNetV1Options& options) {
+  if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
   // Written to also reject NaN.
   if (!(options.width_multiplier() > 0 && options.width_multiplier() <= 4)) {
     return absl::InvalidArgumentError(
@@ -154,8 +162,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV1(const MobileNetV1Option
   const absl::StatusOr<ModelShape> shape = ResolveModelShape(
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
-  return std::make_unique<MobileNetV1>(options.width_multiplier(), shape->num_classes,
-                                       shape->in_channels, options.dropout());
+  return WithPretrainedWeights(
+      std::make_unique<MobileNetV1>(options.width_multiplier(), shape->num_classes,
+                                    shape->in_channels, options.dropout()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v1", MobileNetV1Options,

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v2/mobilenet_v2.pb.h"
 #include "torch/nn/init.h"
@@ -98,6 +99,8 @@ constexpr Stage kStages[] = {
 
 class MobileNetV2 : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"classifier.1."}; }
+
   MobileNetV2(int64_t num_classes, int64_t in_channels, double width_multiplier, double dropout) {
     int64_t channels = MakeDivisible(32 * width_multiplier);
     const int64_t last_channels = MakeDivisible(1280 * std::max(1.0, width_multiplier));
@@ -132,6 +135,11 @@ class MobileNetV2 : public Model {
 
 absl::Status ValidateMobileNetV2Options(const MobileNetV2Options& options) {
   if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
           ValidateClassesAndChannels(options.num_classes(), options.in_channels());
       !status.ok()) {
     return status;
@@ -153,8 +161,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV2(const MobileNetV2Option
   const absl::StatusOr<ModelShape> shape = ResolveModelShape(
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
-  return std::make_unique<MobileNetV2>(shape->num_classes, shape->in_channels,
-                                       options.width_multiplier(), options.dropout());
+  return WithPretrainedWeights(
+      std::make_unique<MobileNetV2>(shape->num_classes, shape->in_channels,
+                                    options.width_multiplier(), options.dropout()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v2", MobileNetV2Options,

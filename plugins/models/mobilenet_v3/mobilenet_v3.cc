@@ -27,6 +27,7 @@
 #include "absl/types/span.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v3/mobilenet_v3.pb.h"
 #include "torch/nn/init.h"
@@ -180,6 +181,8 @@ TORCH_MODULE(InvertedResidual);
 
 class MobileNetV3 : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"classifier.3."}; }
+
   MobileNetV3(const Architecture& architecture, int64_t num_classes, int64_t in_channels,
               double width_multiplier, double dropout) {
     torch::nn::Sequential features;
@@ -218,6 +221,11 @@ class MobileNetV3 : public Model {
 
 absl::Status ValidateMobileNetV3Options(const MobileNetV3Options& options) {
   if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
           ValidateClassesAndChannels(options.num_classes(), options.in_channels());
       !status.ok()) {
     return status;
@@ -239,9 +247,11 @@ absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV3(const MobileNetV3Option
   const absl::StatusOr<ModelShape> shape = ResolveModelShape(
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
-  return std::make_unique<MobileNetV3>(ArchitectureOf(options.variant()), shape->num_classes,
-                                       shape->in_channels, options.width_multiplier(),
-                                       options.dropout());
+  return WithPretrainedWeights(
+      std::make_unique<MobileNetV3>(ArchitectureOf(options.variant()), shape->num_classes,
+                                    shape->in_channels, options.width_multiplier(),
+                                    options.dropout()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v3", MobileNetV3Options,

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/resnet/resnet.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -147,6 +148,8 @@ TORCH_MODULE(Bottleneck);
 
 class ResNet : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"fc."}; }
+
   ResNet(const Architecture& architecture, int64_t num_classes, int64_t in_channels,
          bool zero_init_residual) {
     conv1_ = register_module("conv1", Conv(in_channels, 64, 7, 2));
@@ -194,6 +197,11 @@ class ResNet : public Model {
 };
 
 absl::Status ValidateResNetOptions(const ResNetOptions& options) {
+  if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
   if (FindArchitecture(options.depth()) == nullptr) {
     std::vector<int> depths;
     for (const Architecture& architecture : kArchitectures) depths.push_back(architecture.depth);
@@ -209,8 +217,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateResNet(const ResNetOptions& options
   const absl::StatusOr<ModelShape> shape = ResolveModelShape(
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
-  return std::make_unique<ResNet>(*FindArchitecture(options.depth()), shape->num_classes,
-                                  shape->in_channels, options.zero_init_residual());
+  return WithPretrainedWeights(
+      std::make_unique<ResNet>(*FindArchitecture(options.depth()), shape->num_classes,
+                               shape->in_channels, options.zero_init_residual()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "resnet", ResNetOptions,

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/small_cnn/small_cnn.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -62,6 +63,8 @@ TORCH_MODULE(Stage);
 
 class SmallCnn : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"fc."}; }
+
   SmallCnn(int64_t num_classes, int64_t in_channels, int64_t width, int stages,
            bool batch_norm) {
     torch::nn::Sequential sequential;
@@ -87,6 +90,11 @@ class SmallCnn : public Model {
 
 absl::Status ValidateSmallCnnOptions(const SmallCnnOptions& options) {
   if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
+  if (absl::Status status =
           ValidateClassesAndChannels(options.num_classes(), options.in_channels());
       !status.ok()) {
     return status;
@@ -107,8 +115,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateSmallCnn(const SmallCnnOptions& opt
   const absl::StatusOr<ModelShape> shape = ResolveModelShape(
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
-  return std::make_unique<SmallCnn>(shape->num_classes, shape->in_channels, options.width(),
-                                    options.stages(), options.batch_norm());
+  return WithPretrainedWeights(
+      std::make_unique<SmallCnn>(shape->num_classes, shape->in_channels, options.width(),
+                                 options.stages(), options.batch_norm()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "small_cnn", SmallCnnOptions,

@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
+#include "pipeline/weights/pretrained.h"
 #include "plugins/models/vgg/vgg.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/activation.h"
@@ -104,6 +105,8 @@ torch::nn::Sequential Features(const Architecture& architecture, bool batch_norm
 
 class Vgg : public Model {
  public:
+  std::vector<std::string> head_prefixes() const override { return {"classifier.6."}; }
+
   Vgg(const Architecture& architecture, bool batch_norm, int64_t num_classes, int64_t in_channels,
       double dropout) {
     features_ = register_module("features", Features(architecture, batch_norm, in_channels));
@@ -128,6 +131,11 @@ class Vgg : public Model {
 };
 
 absl::Status ValidateVggOptions(const VggOptions& options) {
+  if (absl::Status status =
+          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
+      !status.ok()) {
+    return status;
+  }
   if (FindArchitecture(options.depth()) == nullptr) {
     std::vector<int> depths;
     for (const Architecture& architecture : Architectures()) depths.push_back(architecture.depth);
@@ -148,8 +156,10 @@ absl::StatusOr<std::unique_ptr<Model>> CreateVgg(const VggOptions& options,
   const absl::StatusOr<ModelShape> shape = ResolveModelShape(
       options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
   if (!shape.ok()) return shape.status();
-  return std::make_unique<Vgg>(*FindArchitecture(options.depth()), options.batch_norm(),
-                               shape->num_classes, shape->in_channels, options.dropout());
+  return WithPretrainedWeights(
+      std::make_unique<Vgg>(*FindArchitecture(options.depth()), options.batch_norm(),
+                            shape->num_classes, shape->in_channels, options.dropout()),
+      options.weights(), options.freeze_backbone(), context);
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "vgg", VggOptions,

@@ -1,0 +1,193 @@
+#include "pipeline/weights/pretrained.h"
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "torch/nn/modules/batchnorm.h"
+#include "torch/nn/modules/conv.h"
+#include "torch/nn/modules/linear.h"
+#include "torch/optim/adamw.h"
+#include "torch/optim/sgd.h"
+
+namespace pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A backbone (a convolution and a BatchNorm) and a head, named like a
+// torchvision model.
+class TinyNet : public Model {
+ public:
+  explicit TinyNet(int64_t num_classes, int64_t width = 4) {
+    conv_ = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3)));
+    bn_ = register_module("bn", torch::nn::BatchNorm2d(width));
+    fc_ = register_module("fc", torch::nn::Linear(width, num_classes));
+  }
+  torch::Tensor forward(const torch::Tensor& images) override {
+    return fc_(torch::adaptive_avg_pool2d(bn_(conv_(images)).relu(), {1, 1}).flatten(1));
+  }
+  std::vector<std::string> head_prefixes() const override { return {"fc."}; }
+
+ private:
+  torch::nn::Conv2d conv_{nullptr};
+  torch::nn::BatchNorm2d bn_{nullptr};
+  torch::nn::Linear fc_{nullptr};
+};
+
+NamedTensors StateOf(Model& model) {
+  NamedTensors tensors;
+  for (const auto& item : model.named_parameters()) {
+    tensors.emplace_back(item.key(), item.value().detach().clone());
+  }
+  for (const auto& item : model.named_buffers()) {
+    tensors.emplace_back(item.key(), item.value().detach().clone());
+  }
+  return tensors;
+}
+
+// Source weights that differ from any fresh model's.
+NamedTensors SourceWeights(int64_t num_classes, int64_t width = 4) {
+  TinyNet source(num_classes, width);
+  NamedTensors tensors = StateOf(source);
+  for (auto& [name, tensor] : tensors) {
+    if (tensor.is_floating_point()) tensor.uniform_(0.5, 1.5);
+  }
+  return tensors;
+}
+
+const torch::Tensor& Get(const NamedTensors& tensors, const std::string& name) {
+  for (const auto& [key, tensor] : tensors) {
+    if (key == name) return tensor;
+  }
+  static const torch::Tensor kNone;
+  return kNone;
+}
+
+TEST(LoadStateDictTest, CopiesEveryTensor) {
+  const NamedTensors source = SourceWeights(3);
+  TinyNet model(3);
+  std::ostringstream log;
+  ASSERT_TRUE(LoadStateDict(model, source, "w.pt", &log).ok());
+  for (const auto& [name, tensor] : StateOf(model)) {
+    EXPECT_TRUE(tensor.equal(Get(source, name))) << name;
+  }
+  EXPECT_EQ(log.str(), "weights: loaded 9 of 9 tensors from w.pt\n");
+}
+
+TEST(LoadStateDictTest, AHeadForOtherClassesKeepsItsFreshInitAndIsLogged) {
+  const NamedTensors source = SourceWeights(1000);
+  TinyNet model(2);
+  const NamedTensors fresh = StateOf(model);
+  std::ostringstream log;
+  ASSERT_TRUE(LoadStateDict(model, source, "imagenet.pt", &log).ok());
+  for (const auto& [name, tensor] : StateOf(model)) {
+    const bool head = name.rfind("fc.", 0) == 0;
+    EXPECT_TRUE(tensor.equal(head ? Get(fresh, name) : Get(source, name))) << name;
+  }
+  EXPECT_EQ(log.str(),
+            "weights: loaded 7 of 9 tensors from imagenet.pt\n"
+            "weights: kept the fresh initialisation of fc.weight (file 1000x4, model 2x4), "
+            "fc.bias (file 1000, model 2): the classifier head's shape differs from the file's "
+            "(another number of classes)\n");
+}
+
+TEST(LoadStateDictTest, ABackboneOfAnotherShapeIsAnErrorAndChangesNothing) {
+  const NamedTensors source = SourceWeights(3, /*width=*/8);
+  TinyNet model(3, /*width=*/4);
+  const NamedTensors before = StateOf(model);
+  const absl::Status status = LoadStateDict(model, source, "wide.pt", nullptr);
+  EXPECT_EQ(status.message(),
+            "weights: wide.pt does not fit this model (another architecture, depth or width?); "
+            "shapes differ: conv.weight (file 8x1x3x3, model 4x1x3x3), conv.bias (file 8, "
+            "model 4), bn.weight (file 8, model 4), bn.bias (file 8, model 4), "
+            "bn.running_mean (file 8, model 4), bn.running_var (file 8, model 4)");
+  for (const auto& [name, tensor] : StateOf(model)) {
+    EXPECT_TRUE(tensor.equal(Get(before, name))) << name;
+  }
+}
+
+TEST(LoadStateDictTest, MissingAndUnexpectedTensorsAreNamed) {
+  NamedTensors source = SourceWeights(3);
+  source.erase(source.begin());  // conv.weight
+  source.emplace_back("extra.weight", torch::zeros({2, 2}));
+  TinyNet model(3);
+  EXPECT_EQ(LoadStateDict(model, source, "w.pt", nullptr).message(),
+            "weights: w.pt does not fit this model (another architecture, depth or width?); "
+            "missing from the file: conv.weight (4x1x3x3); not in the model: extra.weight (2x2)");
+}
+
+TEST(LoadStateDictTest, AWrongDtypeIsAnError) {
+  NamedTensors source = SourceWeights(3);
+  for (auto& [name, tensor] : source) {
+    if (name == "bn.weight") tensor = tensor.to(torch::kFloat64);
+  }
+  TinyNet model(3);
+  EXPECT_EQ(LoadStateDict(model, source, "w.pt", nullptr).message(),
+            "weights: w.pt does not fit this model (another architecture, depth or width?); "
+            "dtypes differ: bn.weight (file Double, model Float)");
+}
+
+TEST(FreezeBackboneTest, FrozenParametersStayBitIdenticalThroughOptimizerSteps) {
+  torch::manual_seed(0);
+  TinyNet model(3);
+  std::ostringstream log;
+  ASSERT_TRUE(FreezeBackbone(model, &log).ok());
+  EXPECT_EQ(log.str(),
+            "freeze_backbone: froze 4 parameter tensors (48 values); training only fc.weight, "
+            "fc.bias\n");
+  const std::vector<torch::Tensor> trainable = TrainableParameters(model);
+  ASSERT_EQ(trainable.size(), 2u);
+  const NamedTensors before = StateOf(model);
+  // AdamW's weight decay would move a frozen parameter handed to it anyway.
+  torch::optim::AdamW optimizer(trainable, torch::optim::AdamWOptions(0.1).weight_decay(0.5));
+  const torch::Tensor images = torch::randn({8, 1, 6, 6});
+  const torch::Tensor labels = torch::randint(3, {8}, torch::kLong);
+  for (int step = 0; step < 3; ++step) {
+    optimizer.zero_grad();
+    torch::nll_loss(torch::log_softmax(model.forward(images), 1), labels).backward();
+    optimizer.step();
+  }
+  for (const auto& item : model.named_parameters()) {
+    const bool head = item.key().rfind("fc.", 0) == 0;
+    EXPECT_EQ(item.value().equal(Get(before, item.key())), !head) << item.key();
+    EXPECT_EQ(item.value().requires_grad(), head) << item.key();
+  }
+}
+
+TEST(FreezeBackboneTest, AModelWithoutAHeadCannotFreeze) {
+  class Headless : public Model {
+   public:
+    torch::Tensor forward(const torch::Tensor& images) override { return images; }
+  } model;
+  EXPECT_EQ(FreezeBackbone(model, nullptr).message(),
+            "freeze_backbone: this model names no classifier head");
+}
+
+TEST(WithPretrainedWeightsTest, SkipsTheFileWhenTheCallerLoadsItsOwn) {
+  ModelContext context;
+  context.load_weights = false;
+  auto model = WithPretrainedWeights(std::make_unique<TinyNet>(3), "gone.pt",
+                                     /*freeze_backbone=*/true, context);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(TrainableParameters(**model).size(), 6u);
+}
+
+TEST(WithPretrainedWeightsTest, NamesTheOptionAndTheFile) {
+  auto model = WithPretrainedWeights(std::make_unique<TinyNet>(3), "gone.pt",
+                                     /*freeze_backbone=*/false, ModelContext{});
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().message(), "weights: gone.pt: cannot open the file");
+}
+
+TEST(ValidatePretrainedOptionsTest, FreezingNeedsWeights) {
+  EXPECT_TRUE(ValidatePretrainedOptions("", false).ok());
+  EXPECT_TRUE(ValidatePretrainedOptions("w.pt", true).ok());
+  EXPECT_THAT(ValidatePretrainedOptions("", true).message(),
+              HasSubstr("freeze_backbone: true needs weights"));
+}
+
+}  // namespace
+}  // namespace pipeline
