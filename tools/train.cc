@@ -3,12 +3,14 @@
 //   bazel run //tools:train -- --config=configs/single.textproto
 //   bazel run //tools:train -- --config=single --set=trainer.epochs=1 --dry_run
 //   bazel run //tools:train -- --list_plugins
+//   bazel run //tools:train -- --plugin_library=path/to/libmy_plugin.so --config=...
 //
 // Exit status: 0 done, 2 the config or the data is wrong (the message says
 // what to fix), 1 training failed.
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -20,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "pipeline/config/config_loader.h"
+#include "pipeline/registry/plugin_library.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/resolve.h"
 #include "pipeline/trainer/trainer.h"
@@ -51,18 +54,20 @@ constexpr char kUsage[] =
     "Trains an image classifier as a config file says.\n"
     "  train --config=<file> [--set=field.path=value ...] [--dry_run] [--print_config]\n"
     "  train --list_plugins\n"
-    "--set may be repeated; e.g. --set=trainer.epochs=3 --set=model.options.depth=34";
+    "--set may be repeated; e.g. --set=trainer.epochs=3 --set=model.options.depth=34\n"
+    "--plugin_library=<lib.so> (repeatable, before the other flags take effect) loads plugins\n"
+    "built as shared libraries (pipeline_plugin_library in plugins/plugin.bzl)";
 
-// --set may be given many times, which gflags does not support for one flag:
-// take them out of argv before gflags sees it.
-std::vector<std::string> TakeSetFlags(int& argc, char** argv) {
+// --set and --plugin_library may be given many times, which gflags does not
+// support for one flag: take them out of argv before gflags sees it.
+std::vector<std::string> TakeRepeatedFlag(const std::string& name, int& argc, char** argv) {
   std::vector<std::string> sets;
   int out = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (absl::StartsWith(arg, "--set=") || absl::StartsWith(arg, "-set=")) {
+    if (absl::StartsWith(arg, "--" + name + "=") || absl::StartsWith(arg, "-" + name + "=")) {
       sets.push_back(arg.substr(arg.find('=') + 1));
-    } else if ((arg == "--set" || arg == "-set") && i + 1 < argc) {
+    } else if ((arg == "--" + name || arg == "-" + name) && i + 1 < argc) {
       sets.push_back(argv[++i]);
     } else {
       argv[out++] = argv[i];
@@ -125,9 +130,20 @@ bool IsWorker() { return !LaunchedRank().empty(); }
 
 int Main(int argc, char** argv) {
   const std::vector<std::string> original_arguments(argv, argv + argc);
-  std::vector<std::string> sets = TakeSetFlags(argc, argv);
+  std::vector<std::string> sets = TakeRepeatedFlag("set", argc, argv);
+  const std::vector<std::string> libraries = TakeRepeatedFlag("plugin_library", argc, argv);
   gflags::SetUsageMessage(kUsage);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
+  // `bazel run` starts the binary in its runfiles; the user's relative paths
+  // (config, data, output_dir, plugin libraries) mean the folder bazel was
+  // called from.
+  const std::string working_dir = EnvOr("BUILD_WORKING_DIRECTORY", "");
+  if (!working_dir.empty() && ::chdir(working_dir.c_str()) != 0) {
+    return Fail(1, absl::InternalError("cannot enter " + working_dir));
+  }
+  // Plugin libraries first: everything after, --list_plugins included,
+  // sees their plugins as if they were linked in.
+  if (absl::Status status = LoadPluginLibraries(libraries); !status.ok()) return Fail(2, status);
   if (FLAGS_list_plugins) {
     ListPlugins();
     return 0;
@@ -136,17 +152,27 @@ int Main(int argc, char** argv) {
     return Fail(2, absl::InvalidArgumentError(
                        absl::StrCat("unexpected argument \"", argv[1], "\"; see --help")));
   }
-  // `bazel run` starts the binary in its runfiles; the user's relative paths
-  // (config, data, output_dir) mean the folder bazel was called from.
-  const std::string working_dir = EnvOr("BUILD_WORKING_DIRECTORY", "");
-  if (!working_dir.empty() && ::chdir(working_dir.c_str()) != 0) {
-    return Fail(1, absl::InternalError("cannot enter " + working_dir));
-  }
   const std::string workspace_dir = EnvOr("BUILD_WORKSPACE_DIRECTORY", "");
   auto path = ResolveConfigPath(FLAGS_config, ".", workspace_dir);
   if (!path.ok()) return Fail(2, path.status());
+  // The config's own plugin_libraries must be loaded before the config can
+  // be read properly: their plugins' option types are unknown until then.
+  auto config_libraries = ReadPluginLibraries(*path);
+  if (!config_libraries.ok()) return Fail(2, config_libraries.status());
+  if (absl::Status status = LoadPluginLibraries(*config_libraries); !status.ok()) {
+    return Fail(2, absl::Status(status.code(), absl::StrCat(*path, ": plugin_libraries: ",
+                                                            status.message())));
+  }
   auto config = LoadConfigFile(*path);
   if (!config.ok()) return Fail(2, config.status());
+  // The resolved config (config.textproto in output_dir) records every
+  // library the run used, so it can be run again as it is.
+  for (const std::string& library : libraries) {
+    if (std::find(config->plugin_libraries().begin(), config->plugin_libraries().end(),
+                  library) == config->plugin_libraries().end()) {
+      config->add_plugin_libraries(library);
+    }
+  }
   for (const std::string& set : sets) {
     if (absl::Status status = ApplyOverride(set, DefaultOptionsOf, &*config); !status.ok()) {
       return Fail(2, status);

@@ -16,6 +16,7 @@
 #include "google/protobuf/any.pb.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
+#include "google/protobuf/empty.pb.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "pipeline/util/edit_distance.h"
@@ -83,8 +84,36 @@ void CopyField(const Message& from, const FieldDescriptor* field, Message* to) {
   }
 }
 
+// Reads plugin options of types no linked or loaded plugin declares as empty
+// messages, their fields skipped, so that a config can be read for its
+// plugin_libraries before those libraries (and their option types) are loaded.
+class SkipUnknownOptionTypes : public google::protobuf::TextFormat::Finder {
+ public:
+  const Descriptor* FindAnyType(const Message& message, const std::string& prefix,
+                                const std::string& name) const override {
+    const Descriptor* known = Finder::FindAnyType(message, prefix, name);
+    return known != nullptr ? known : google::protobuf::Empty::descriptor();
+  }
+};
+
+absl::Status ParseConfigText(const std::string& text, const std::string& name, bool lenient,
+                             Message* message) {
+  if (!lenient) return ParseTextProto(text, name, message);
+  CollectErrors errors(name);
+  SkipUnknownOptionTypes finder;
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  parser.SetFinder(&finder);
+  parser.AllowUnknownField(true);
+  if (!parser.ParseFromString(text, message)) {
+    return absl::InvalidArgumentError(errors.Joined());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PipelineConfig> LoadWithImports(const fs::path& path,
-                                               std::vector<std::string>& stack) {
+                                               std::vector<std::string>& stack,
+                                               bool lenient = false) {
   std::error_code error;
   const std::string canonical = fs::weakly_canonical(path, error).string();
   for (const std::string& open : stack) {
@@ -101,7 +130,7 @@ absl::StatusOr<PipelineConfig> LoadWithImports(const fs::path& path,
   std::stringstream text;
   text << file.rdbuf();
   PipelineConfig config;
-  if (auto status = ParseTextProto(text.str(), path.string(), &config); !status.ok()) {
+  if (auto status = ParseConfigText(text.str(), path.string(), lenient, &config); !status.ok()) {
     return status;
   }
   stack.push_back(canonical);
@@ -109,7 +138,7 @@ absl::StatusOr<PipelineConfig> LoadWithImports(const fs::path& path,
   for (const std::string& import : config.import()) {
     const fs::path import_path = fs::path(import).is_absolute() ? fs::path(import)
                                                                 : path.parent_path() / import;
-    auto base = LoadWithImports(import_path, stack);
+    auto base = LoadWithImports(import_path, stack, lenient);
     if (!base.ok()) {
       return absl::Status(base.status().code(),
                           absl::StrCat(base.status().message(), "\n  imported from ",
@@ -307,6 +336,14 @@ void MergeConfigOver(const Message& top, Message* base) {
 absl::StatusOr<PipelineConfig> LoadConfigFile(const std::string& path) {
   std::vector<std::string> stack;
   return LoadWithImports(path, stack);
+}
+
+absl::StatusOr<std::vector<std::string>> ReadPluginLibraries(const std::string& path) {
+  std::vector<std::string> stack;
+  auto config = LoadWithImports(path, stack, /*lenient=*/true);
+  if (!config.ok()) return config.status();
+  return std::vector<std::string>(config->plugin_libraries().begin(),
+                                  config->plugin_libraries().end());
 }
 
 absl::StatusOr<std::string> ResolveConfigPath(const std::string& name,

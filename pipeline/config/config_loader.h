@@ -27,6 +27,12 @@ std::string ConfigToText(const google::protobuf::Message& message);
 // merging them so that fields set in a file override those of its imports.
 absl::StatusOr<PipelineConfig> LoadConfigFile(const std::string& path);
 
+// The plugin_libraries of the config at `path` with its imports, read before
+// those libraries are loaded: the options of plugins not registered yet are
+// skipped instead of rejected. Syntax errors are reported as LoadConfigFile
+// would.
+absl::StatusOr<std::vector<std::string>> ReadPluginLibraries(const std::string& path);
+
 // Finds the config the user means by `name`: an absolute path; a path
 // relative to `working_dir`; relative to `workspace_dir`; or a bare file name
 // in `workspace_dir`/configs/ (".textproto" may be left off). Empty dirs are

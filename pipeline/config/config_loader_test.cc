@@ -33,6 +33,34 @@ TEST(ConfigLoaderTest, MissingFileIsNamed) {
             "/no/such.textproto: cannot read the config file");
 }
 
+TEST(ConfigLoaderTest, PluginLibrariesAreReadBeforeTheirOptionTypesExist) {
+  WriteFile("libraries/base.textproto", R"pb(
+    plugin_libraries: "libbase.so"
+    trainer { epochs: 5 }
+  )pb");
+  const std::string top = WriteFile("libraries/top.textproto", R"pb(
+    import: "base.textproto"
+    plugin_libraries: "lib/libone.so"
+    plugin_libraries: "libtwo.so"
+    model {
+      name: "from_a_library"
+      options {
+        [type.googleapis.com/elsewhere.NotLinkedOptions] { width: 3 nested { x: 1 } }
+      }
+    }
+  )pb");
+  auto libraries = ReadPluginLibraries(top);
+  ASSERT_TRUE(libraries.ok()) << libraries.status();
+  EXPECT_THAT(*libraries, ::testing::ElementsAre("lib/libone.so", "libtwo.so"));
+  // Until the library is loaded, the strict reading rejects the options.
+  auto config = LoadConfigFile(top);
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.status().message(), HasSubstr("elsewhere.NotLinkedOptions"));
+  // A syntax error is still one.
+  const std::string broken = WriteFile("libraries/broken.textproto", "plugin_libraries: \n");
+  EXPECT_THAT(ReadPluginLibraries(broken).status().message(), HasSubstr(broken + ":2:1:"));
+}
+
 TEST(ConfigLoaderTest, ImportsMergeWithOverridesAndListReplacement) {
   WriteFile("imports/base.textproto", R"pb(
     trainer { epochs: 5 batch_size: 32 }

@@ -67,10 +67,37 @@ std::string DescribeOptions(const google::protobuf::Message& options) {
   return text;
 }
 
-void DieOnRegistrationError(const absl::Status& status) {
+namespace {
+// Non-null while a plugin library loads. A plain pointer, so it is valid
+// before any static initialiser of the binary has run.
+std::vector<std::function<absl::Status()>>* held_registrations = nullptr;
+}  // namespace
+
+void SubmitRegistration(std::function<absl::Status()> registration) {
+  if (held_registrations != nullptr) {
+    held_registrations->push_back(std::move(registration));
+    return;
+  }
+  const absl::Status status = registration();
   if (status.ok()) return;
   std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
   std::exit(2);
+}
+
+void BeginHoldingRegistrations() {
+  if (held_registrations == nullptr) {
+    held_registrations = new std::vector<std::function<absl::Status()>>();
+  }
+}
+
+std::vector<std::function<absl::Status()>> EndHoldingRegistrations() {
+  std::vector<std::function<absl::Status()>> held;
+  if (held_registrations != nullptr) {
+    held = std::move(*held_registrations);
+    delete held_registrations;
+    held_registrations = nullptr;
+  }
+  return held;
 }
 
 }  // namespace pipeline

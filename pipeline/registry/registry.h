@@ -192,8 +192,17 @@ class PluginRegistration {
 };
 
 // Registration happens during static initialisation, where there is nobody to
-// return an error to: a name registered twice aborts start-up with a message.
-void DieOnRegistrationError(const absl::Status& status);
+// return an error to. For the plugins linked into a binary, `registration`
+// runs at once and a name registered twice aborts start-up with a message.
+// While a plugin library is being loaded (plugin_library.h), registrations
+// are held instead: the loader runs them only after the library's ABI stamp
+// has been checked, and reports a taken name as an error naming the library.
+void SubmitRegistration(std::function<absl::Status()> registration);
+
+// For the plugin library loader: from Begin to End, SubmitRegistration keeps
+// the registrations instead of running them, and End hands them over.
+void BeginHoldingRegistrations();
+std::vector<std::function<absl::Status()>> EndHoldingRegistrations();
 
 template <typename Interface, typename Options>
 PluginRegistration<Interface, Options>::PluginRegistration(const std::string& name,
@@ -206,11 +215,13 @@ PluginRegistration<Interface, Options>::PluginRegistration(const std::string& na
       return validator(static_cast<const Options&>(options));
     };
   }
-  DieOnRegistrationError(Registry<Interface>::Global().Register(
-      name, description, std::make_unique<Options>(), std::move(erased_validator),
-      [factory](const google::protobuf::Message& options, const Context& context) {
-        return factory(static_cast<const Options&>(options), context);
-      }));
+  SubmitRegistration([name, description, erased_validator, factory] {
+    return Registry<Interface>::Global().Register(
+        name, description, std::make_unique<Options>(), erased_validator,
+        [factory](const google::protobuf::Message& options, const Context& context) {
+          return factory(static_cast<const Options&>(options), context);
+        });
+  });
 }
 
 #define PIPELINE_REGISTER_PLUGIN(Interface, name, Options, description, ...)        \

@@ -26,6 +26,8 @@
 #include "pipeline/interfaces/schedule.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/interfaces/transform.h"
+#include "pipeline/metrics/curves_svg.h"
+#include "pipeline/metrics/event_file_writer.h"
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
@@ -341,6 +343,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   const std::string resolved_text = ConfigToText(config);
   const std::filesystem::path output_dir(config.output_dir());
   std::ofstream metrics;
+  // TensorBoard scalars and the curves plot, beside metrics.jsonl (rank 0).
+  std::unique_ptr<EventFileWriter> tensorboard;
+  std::vector<EpochPoint> curves;
   if (primary) {
     std::error_code error;
     std::filesystem::create_directories(output_dir, error);
@@ -350,6 +355,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     }
     RETURN_IF_ERROR(WriteFileAtomically((output_dir / "config.textproto").string(), resolved_text));
     metrics.open(output_dir / "metrics.jsonl", std::ios::app);
+    ASSIGN_OR_RETURN(tensorboard, EventFileWriter::Create(output_dir.string()));
   }
 
   const float label_smoothing = trainer.label_smoothing();
@@ -429,6 +435,13 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                                       100.0 * window_correct / window_seen, rate,
                                       base_lr[0] * factor, Duration(eta)),
                       /*transient=*/true);
+        if (tensorboard) {
+          RETURN_IF_ERROR(tensorboard->Write(
+              step, {{"train/loss", window_loss / window_seen},
+                     {"train/accuracy", window_correct / window_seen},
+                     {"train/learning_rate", base_lr[0] * factor},
+                     {"train/images_per_sec", rate}}));
+        }
         window_loss = window_correct = 0;
         window_seen = 0;
       }
@@ -465,6 +478,28 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         epoch_seconds);
     if (events) *events << epoch_event << "\n" << std::flush;
     if (metrics.is_open()) metrics << epoch_event << "\n" << std::flush;
+    if (tensorboard) {
+      const bool validated = !validation_text.empty();
+      Scalars scalars = {
+          {"epoch/train_loss", summary.train_loss},
+          {"epoch/train_accuracy", summary.train_accuracy},
+          {"epoch/images_per_sec", seen * strategy->world_size() / std::max(epoch_seconds, 1e-9)}};
+      if (validated) {
+        scalars.push_back({"validation/loss", summary.val_loss});
+        scalars.push_back({"validation/accuracy", summary.val_accuracy});
+      }
+      RETURN_IF_ERROR(tensorboard->Write(step, scalars));
+      EpochPoint point{epoch + 1, summary.train_loss, summary.train_accuracy};
+      if (validated) {
+        point.val_loss = summary.val_loss;
+        point.val_accuracy = summary.val_accuracy;
+      }
+      curves.push_back(point);
+      // Rewritten every epoch, so a run stopped early still has its plot.
+      RETURN_IF_ERROR(WriteCurvesSvg((output_dir / "curves.svg").string(), curves,
+                                     absl::StrCat(config.model().name(), " on ",
+                                                  config.train_data().dataset().name())));
+    }
 
     const int every = config.checkpoint().every_epochs();
     if (primary && every > 0 && ((epoch + 1) % every == 0 || last)) {
