@@ -42,6 +42,10 @@
 #include "torch/csrc/autograd/variable.h"
 #include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
 #include "torch/csrc/distributed/c10d/TCPStore.hpp"
+#ifdef USE_C10D_NCCL
+#include "c10/cuda/CUDAFunctions.h"
+#include "torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"
+#endif
 #include "torch/types.h"
 
 namespace pipeline {
@@ -118,14 +122,18 @@ struct Bucket {
 class DdpStrategy : public Strategy {
  public:
   DdpStrategy(const DdpOptions& options, Rendezvous rendezvous,
-              c10::intrusive_ptr<c10d::ProcessGroup> group)
-      : options_(options), rendezvous_(std::move(rendezvous)), group_(std::move(group)) {}
+              c10::intrusive_ptr<c10d::ProcessGroup> group, torch::Device device)
+      : options_(options),
+        rendezvous_(std::move(rendezvous)),
+        group_(std::move(group)),
+        device_(device) {}
 
   int rank() const override { return rendezvous_.rank; }
   int world_size() const override { return rendezvous_.world_size; }
 
   absl::Status Prepare(Model& model, const ModelFactory&) override {
     return CallTorch("ddp: preparing the model", [&] {
+      model.to(device_);
       parameters_.clear();
       names_.clear();
       for (const auto& p : model.named_parameters()) {
@@ -162,26 +170,28 @@ class DdpStrategy : public Strategy {
         next_to_launch_ = 0;
         received_.assign(parameters_.size(), false);
       }
-      torch::Tensor logits = model.forward(images);
-      torch::Tensor loss = loss_function(logits, labels);
+      torch::Tensor logits = model.forward(images.to(device_, /*non_blocking=*/true));
+      torch::Tensor loss = loss_function(logits, labels.to(device_, /*non_blocking=*/true));
       if (synchronize_ && options_.find_unused_parameters()) MarkUnusedReady(loss);
       loss.backward();
       if (synchronize_) FinishGradients();
-      return StepOutput{loss.detach(), logits.detach()};
+      return StepOutput{loss.detach().cpu(), logits.detach().cpu()};
     });
   }
 
   void SetGradientSynchronization(bool enabled) override { synchronize_ = enabled; }
 
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
-    return CallTorch("ddp: inference", [&] { return model.forward(images); });
+    return CallTorch("ddp: inference",
+                     [&] { return model.forward(images.to(device_)).cpu(); });
   }
 
   absl::Status SumAcrossProcesses(std::vector<double>& values) override {
     return CallTorch("ddp: summing metrics across ranks", [&] {
-      at::Tensor sums = torch::tensor(values, torch::kDouble);
-      std::vector<at::Tensor> tensors = {sums};
+      // NCCL reduces only device tensors.
+      std::vector<at::Tensor> tensors = {torch::tensor(values, torch::kDouble).to(device_)};
       group_->allreduce(tensors)->wait();
+      const at::Tensor sums = tensors[0].cpu();
       for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
     });
   }
@@ -355,6 +365,7 @@ class DdpStrategy : public Strategy {
   DdpOptions options_;
   Rendezvous rendezvous_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  torch::Device device_;
   std::vector<at::Tensor> parameters_;
   std::vector<std::string> names_;  // of parameters_, for errors
   std::vector<Bucket> buckets_;
@@ -367,6 +378,16 @@ class DdpStrategy : public Strategy {
 };
 
 absl::Status ValidateDdp(const DdpOptions& options) {
+#ifdef USE_C10D_NCCL
+  if (options.device() != "cpu" && options.device() != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("device: \"", options.device(),
+                                                   "\" is not one of \"cpu\", \"cuda\""));
+  }
+  if ((options.backend() == DdpOptions::NCCL) != (options.device() == "cuda")) {
+    return absl::InvalidArgumentError(
+        "backend: NCCL goes with device: \"cuda\", and backend: GLOO with device: \"cpu\"");
+  }
+#else
   if (options.backend() == DdpOptions::NCCL) {
     return absl::FailedPreconditionError(
         "backend: NCCL needs a CUDA build of the runner, and this one is CPU-only; use backend: "
@@ -376,6 +397,7 @@ absl::Status ValidateDdp(const DdpOptions& options) {
     return absl::FailedPreconditionError(absl::StrCat(
         "device: \"", options.device(), "\" needs a CUDA build; this one runs ddp on \"cpu\""));
   }
+#endif
   if (options.nproc_per_node() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("nproc_per_node: ", options.nproc_per_node(), "; must be at least 1"));
@@ -429,6 +451,12 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
                                                     const StrategyContext& context) {
   ASSIGN_OR_RETURN(Rendezvous rendezvous, ReadRendezvous(context));
   const auto timeout = std::chrono::milliseconds(1000LL * options.timeout_seconds());
+  torch::Device device(torch::kCPU);
+  if (options.device() == "cuda") {
+    // One GPU per process, by its rank on this machine (as torchrun's users
+    // do with LOCAL_RANK).
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank));
+  }
   auto group = CallTorch(
       absl::StrCat("ddp: rendezvous of ", rendezvous.world_size, " ranks at ",
                    rendezvous.master_addr, ":", rendezvous.master_port, " (rank ",
@@ -441,6 +469,15 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
         store_options.timeout = timeout;
         auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
         CheckRanksAgree(*store, rendezvous);
+#ifdef USE_C10D_NCCL
+        if (options.backend() == DdpOptions::NCCL) {
+          c10::cuda::set_device(device.index());
+          auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+          nccl_options->timeout = timeout;
+          return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rendezvous.rank,
+                                                             rendezvous.world_size, nccl_options);
+        }
+#endif
         auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
         gloo_options->devices.push_back(GlooDevice(context, rendezvous));
         return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
@@ -454,7 +491,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
     }
     return group.status();
   }
-  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group));
+  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group), device);
 }
 
 PIPELINE_REGISTER_PLUGIN(Strategy, "ddp", DdpOptions,
