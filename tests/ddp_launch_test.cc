@@ -299,6 +299,24 @@ TEST(DdpLaunchTest, SlurmVariablesAloneGiveEachProcessItsRank) {
   EXPECT_THAT(runs[1].output, Not(HasSubstr("{\"event\":\"summary\"")));
 }
 
+// Two machines, simulated by two launchers on loopback: each starts its
+// node's worker, and the two workers form one job of world size 2.
+TEST(DdpLaunchTest, TwoNodesFormOneJob) {
+  const std::string config = EquivalenceConfig("two_nodes", "ddp");
+  const std::string common = absl::StrCat(
+      "--nnodes=2 --nproc_per_node=1 --master_addr=127.0.0.1 --master_port=", FreePort(),
+      " --set=trainer.max_steps=4 --node_rank=");
+  const std::vector<RankRun> runs =
+      RunRanks("two_nodes", config, {"", ""}, {common + "0", common + "1"});
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].output;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].output;
+  EXPECT_THAT(runs[0].output, HasSubstr("(ranks 0-0 of 2)"));
+  EXPECT_THAT(runs[1].output, HasSubstr("(ranks 1-1 of 2)"));
+  EXPECT_THAT(runs[0].output, HasSubstr("\"steps\":4"));
+  // Validation covers the whole set once across both machines.
+  EXPECT_THAT(runs[0].output, HasSubstr("(30 samples)"));
+}
+
 TEST(DdpLaunchTest, RanksWithDifferentConfigsAreStoppedAtTheStart) {
   const std::string config = EquivalenceConfig("config_mismatch", "ddp");
   const std::string rendezvous = absl::StrCat("WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=",
