@@ -6,10 +6,7 @@
 #include "absl/strings/str_cat.h"
 
 namespace pipeline {
-namespace {
 
-// HWC pixels of `image` into CHW floats at `out`; uint8 pixels are scaled to
-// [0, 1], as if a to_float transform had run.
 void WriteChw(const Image& image, float* out) {
   const size_t pixels = image.pixel_count();
   const int channels = image.channels;
@@ -25,8 +22,6 @@ void WriteChw(const Image& image, float* out) {
     }
   }
 }
-
-}  // namespace
 
 Loader::Loader(const Dataset* dataset, std::vector<const Transform*> transforms,
                LoaderOptions options)

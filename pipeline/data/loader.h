@@ -21,6 +21,12 @@
 
 namespace pipeline {
 
+// HWC pixels of `image` into CHW floats at `out`; uint8 pixels are scaled to
+// [0, 1], as if a to_float transform had run. Shared with tools that
+// assemble batches themselves (predict), so they feed the model exactly
+// what training and validation did.
+void WriteChw(const Image& image, float* out);
+
 struct LoaderOptions {
   int batch_size = 64;
   // Threads producing batches; at least 1.

@@ -42,7 +42,26 @@ std::vector<std::pair<std::string, torch::Tensor>> ModelTensors(Model& model) {
   return tensors;
 }
 
+void AppendStateDict(const torch::nn::Module& module, const std::string& prefix,
+                     NamedTensors* out) {
+  for (const auto& item : module.named_parameters(/*recurse=*/false)) {
+    out->emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& item : module.named_buffers(/*recurse=*/false)) {
+    out->emplace_back(prefix + item.key(), item.value());
+  }
+  for (const auto& child : module.named_children()) {
+    AppendStateDict(*child.value(), prefix + child.key() + ".", out);
+  }
+}
+
 }  // namespace
+
+NamedTensors StateDictOf(Model& model) {
+  NamedTensors tensors;
+  AppendStateDict(model, "", &tensors);
+  return tensors;
+}
 
 absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std::string& source,
                            std::ostream* log) {

@@ -25,6 +25,11 @@ namespace pipeline {
 absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std::string& source,
                            std::ostream* log);
 
+// The model's state_dict as PyTorch orders it: module by module, each
+// module's parameters, then its buffers, then its children — the order
+// torch.save(model.state_dict()) writes.
+NamedTensors StateDictOf(Model& model);
+
 // Stops gradients to every parameter outside the classifier head, so only
 // the head trains. BatchNorm running statistics are buffers, not
 // parameters, and still follow the data in training mode. Returns an error

@@ -1,0 +1,31 @@
+#ifndef PIPELINE_WEIGHTS_RESTORE_H_
+#define PIPELINE_WEIGHTS_RESTORE_H_
+
+// A trained model back from a checkpoint of train: the checkpoint carries
+// its resolved config and class names, so nothing else is needed. Used by
+// the predict and export_weights tools.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "pipeline/config/pipeline.pb.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/trainer/checkpoint.h"
+
+namespace pipeline {
+
+struct RestoredModel {
+  std::unique_ptr<Model> model;  // in eval mode, with the checkpoint's weights
+  PipelineConfig config;         // the resolved config the run trained with
+  LoadedCheckpoint checkpoint;
+};
+
+// Builds the model the checkpoint's config describes (its model plugin must
+// be linked in) and loads the checkpoint's weights into it; an error names
+// the file and, for weights that do not fit, every offending tensor.
+absl::StatusOr<RestoredModel> RestoreModel(const std::string& checkpoint_path);
+
+}  // namespace pipeline
+
+#endif  // PIPELINE_WEIGHTS_RESTORE_H_
