@@ -14,7 +14,9 @@ namespace pipeline {
 namespace {
 
 constexpr double kPanelWidth = 440, kPanelHeight = 320;
-constexpr double kLeft = 64, kRight = 16, kTop = 40, kBottom = 48;
+// The legend sits in a row of its own between the heading and the plot, so
+// it never covers a curve.
+constexpr double kLeft = 64, kRight = 16, kTop = 60, kBottom = 48;
 constexpr char kTrainColor[] = "#1f77b4";
 constexpr char kValidationColor[] = "#d62728";
 
@@ -139,18 +141,19 @@ std::string Panel(double x0, double y0, const std::string& heading, const std::s
                                     : absl::StrFormat("%.4f", value));
     }
   }
-  // Legend, top right inside the plot.
-  double legend_y = y0 + kTop + 12;
+  // Legend: one row above the plot, entries side by side.
+  const double legend_y = y0 + 40;
+  double legend_x = x0 + kLeft;
   for (const Series& s : series) {
     if (s.values.empty()) continue;
-    const double lx = x0 + kLeft + plot_w - 130;
     absl::StrAppendFormat(&svg,
                           "<g class=\"legend\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
                           "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/><text x=\"%.1f\" "
                           "y=\"%.1f\" font-size=\"12\">%s</text></g>\n",
-                          lx, legend_y, lx + 20, legend_y, s.color, lx + 26, legend_y + 4,
-                          Escape(s.name));
-    legend_y += 16;
+                          legend_x, legend_y, legend_x + 20, legend_y, s.color, legend_x + 26,
+                          legend_y + 4, Escape(s.name));
+    // About 7 px per character at font-size 12.
+    legend_x += 26 + 7.0 * static_cast<double>(s.name.size()) + 20;
   }
   svg += "</g>\n";
   return svg;
