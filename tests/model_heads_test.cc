@@ -38,8 +38,8 @@ TEST_P(ModelHeadsTest, HeadPrefixesNameTheClassifierLayer) {
 INSTANTIATE_TEST_SUITE_P(
     AllModels, ModelHeadsTest,
     ::testing::Values(
-        "name: \"resnet\"", "name: \"alexnet\"", "name: \"vgg\"",
-        "name: \"mobilenet_v1\"", "name: \"mobilenet_v2\"",
+        "name: \"resnet\"", "name: \"alexnet\"", "name: \"vgg\"", "name: \"mobilenet_v1\"",
+        "name: \"mobilenet_v2\"",
         "name: \"mobilenet_v3\" options { [type.googleapis.com/pipeline.MobileNetV3Options] "
         "{ variant: SMALL } }",
         "name: \"efficientnet\"", "name: \"small_cnn\""));

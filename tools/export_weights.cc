@@ -66,9 +66,10 @@ int Main(int argc, char** argv) {
     return Fail(status);
   }
   std::cout << "wrote " << tensors.size() << " tensors of model \""
-            << restored->config.model().name() << "\" (epoch " << restored->checkpoint.contents.epoch
-            << ", " << restored->checkpoint.contents.class_names.size() << " classes) to "
-            << FLAGS_output << "\n";
+            << restored->config.model().name() << "\" (epoch "
+            << restored->checkpoint.contents.epoch << ", "
+            << restored->checkpoint.contents.class_names.size() << " classes) to " << FLAGS_output
+            << "\n";
   return 0;
 }
 

@@ -86,7 +86,8 @@ std::vector<std::string> CollectImages(const std::vector<std::string>& arguments
         }
       }
       if (error) errors->push_back(absl::StrCat(argument, ": ", error.message()));
-      if (found.empty()) errors->push_back(absl::StrCat(argument, ": holds no .jpg/.jpeg/.png files"));
+      if (found.empty())
+        errors->push_back(absl::StrCat(argument, ": holds no .jpg/.jpeg/.png files"));
       std::sort(found.begin(), found.end());
       images.insert(images.end(), found.begin(), found.end());
     } else if (fs::exists(argument, error)) {
@@ -202,8 +203,9 @@ struct Tally {
 
 class Predictor {
  public:
-  Predictor(RestoredModel& restored, const Preprocessing& preprocessing, bool csv, int top_k)
-      : restored_(restored), preprocessing_(preprocessing), csv_(csv),
+  Predictor(RestoredModel& restored, bool csv, int top_k)
+      : restored_(restored),
+        csv_(csv),
         classes_(restored.checkpoint.contents.class_names),
         top_k_(std::min<int64_t>(top_k, static_cast<int64_t>(classes_.size()))),
         class_set_(classes_.begin(), classes_.end()) {}
@@ -218,9 +220,9 @@ class Predictor {
   // Queues one loaded image; a batch runs when full or when the next image
   // has another size (a batch is one tensor).
   absl::Status Add(const std::string& path, Image image) {
-    if (!pending_.empty() && (image.height != pending_[0].image.height ||
-                              image.width != pending_[0].image.width ||
-                              image.channels != pending_[0].image.channels)) {
+    if (!pending_.empty() &&
+        (image.height != pending_[0].image.height || image.width != pending_[0].image.width ||
+         image.channels != pending_[0].image.channels)) {
       RETURN_IF_ERROR(Flush());
     }
     pending_.push_back({path, std::move(image)});
@@ -234,7 +236,8 @@ class Predictor {
     const int64_t n = static_cast<int64_t>(pending_.size());
     torch::Tensor batch = torch::empty({n, first.channels, first.height, first.width});
     const int64_t stride = static_cast<int64_t>(first.channels) * first.height * first.width;
-    for (int64_t i = 0; i < n; ++i) WriteChw(pending_[i].image, batch.data_ptr<float>() + i * stride);
+    for (int64_t i = 0; i < n; ++i)
+      WriteChw(pending_[i].image, batch.data_ptr<float>() + i * stride);
     auto result = CallTorch("running the model", [&] {
       c10::InferenceMode inference;
       return torch::softmax(restored_.model->forward(batch), 1).topk(top_k_, 1);
@@ -275,7 +278,6 @@ class Predictor {
     Image image;
   };
   RestoredModel& restored_;
-  const Preprocessing& preprocessing_;
   const bool csv_;
   const std::vector<std::string>& classes_;
   const int64_t top_k_;
@@ -324,7 +326,7 @@ int Main(int argc, char** argv) {
       CollectImages(std::vector<std::string>(argv + 1, argv + argc), &errors);
   for (const std::string& error : errors) std::cerr << "error: " << error << "\n";
 
-  Predictor predictor(*restored, *preprocessing, FLAGS_output == "csv", FLAGS_top_k);
+  Predictor predictor(*restored, FLAGS_output == "csv", FLAGS_top_k);
   predictor.PrintHeader();
   Tally& tally = predictor.tally();
   for (size_t i = 0; i < images.size(); ++i) {
@@ -342,11 +344,10 @@ int Main(int argc, char** argv) {
   std::string summary = absl::StrCat("predicted ", tally.predicted, " images");
   if (tally.failed > 0) absl::StrAppend(&summary, "; ", tally.failed, " could not be read");
   if (tally.labelled > 0) {
-    absl::StrAppend(&summary,
-                    absl::StrFormat("; accuracy %.2f%% (%d of %d images in folders named "
-                                    "after a class)",
-                                    100.0 * tally.correct / tally.labelled, tally.correct,
-                                    tally.labelled));
+    absl::StrAppend(&summary, absl::StrFormat("; accuracy %.2f%% (%d of %d images in folders named "
+                                              "after a class)",
+                                              100.0 * tally.correct / tally.labelled, tally.correct,
+                                              tally.labelled));
   }
   std::cerr << summary << "\n";
   return tally.failed > 0 || !errors.empty() ? 1 : 0;

@@ -161,14 +161,16 @@ TEST_F(PredictTest, GivesTheValidationPassesAccuracyOnTheSameImages) {
 }
 
 TEST_F(PredictTest, TextOutputListsTheTopClassesOfOneImage) {
-  const std::string image = data_ + "/validation/Bag/" +
-                            fs::directory_iterator(data_ + "/validation/Bag")->path().filename().string();
+  const std::string image =
+      data_ + "/validation/Bag/" +
+      fs::directory_iterator(data_ + "/validation/Bag")->path().filename().string();
   const Result result =
       RunCommand(absl::StrCat("tools/predict --checkpoint=", checkpoint_, " --top_k=9 ", image));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   // top_k beyond the four classes gives all four.
-  EXPECT_THAT(result.out, ::testing::MatchesRegex(
-                              image + ": [A-Za-z]+ \\(0\\.[0-9]{4}\\)(, [A-Za-z]+ \\(0\\.[0-9]{4}\\)){3}\n"));
+  EXPECT_THAT(result.out,
+              ::testing::MatchesRegex(
+                  image + ": [A-Za-z]+ \\(0\\.[0-9]{4}\\)(, [A-Za-z]+ \\(0\\.[0-9]{4}\\)){3}\n"));
 }
 
 TEST_F(PredictTest, AnImageThatCannotBeDecodedIsNamedAndTheOthersArePredicted) {
@@ -181,8 +183,8 @@ TEST_F(PredictTest, AnImageThatCannotBeDecodedIsNamedAndTheOthersArePredicted) {
     if (++copied == 3) break;
   }
   std::ofstream(folder + "/broken.png") << "not a PNG at all";
-  const Result result =
-      RunCommand(absl::StrCat("tools/predict --checkpoint=", checkpoint_, " --output=csv ", folder));
+  const Result result = RunCommand(
+      absl::StrCat("tools/predict --checkpoint=", checkpoint_, " --output=csv ", folder));
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_THAT(result.err, HasSubstr(folder + "/broken.png"));
   EXPECT_THAT(result.err, HasSubstr("predicted 3 images; 1 could not be read"));
@@ -209,8 +211,8 @@ TEST_F(PredictTest, ACheckpointThatDoesNotFitItsConfigIsAClearError) {
   contents.resolved_config = ConfigToText(config);
   ASSERT_TRUE(WriteCheckpoint(path, **model, optimizer, contents).ok());
 
-  const Result result = RunCommand(absl::StrCat("tools/predict --checkpoint=", path, " ", data_,
-                                         "/validation/Bag"));
+  const Result result =
+      RunCommand(absl::StrCat("tools/predict --checkpoint=", path, " ", data_, "/validation/Bag"));
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.err, HasSubstr(absl::StrCat("error: model \"resnet\" of the checkpoint's "
                                                  "config: weights: ",
@@ -229,10 +231,11 @@ TEST_F(PredictTest, NotACheckpointIsAClearError) {
 
 TEST_F(PredictTest, ExportedWeightsReadBackAndStartAModelThatGivesTheSameLogits) {
   const std::string exported = root_ + "/model_state_dict.pt";
-  const Result result = RunCommand(absl::StrCat("tools/export_weights --checkpoint=", checkpoint_,
-                                         " --output=", exported));
+  const Result result = RunCommand(
+      absl::StrCat("tools/export_weights --checkpoint=", checkpoint_, " --output=", exported));
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_THAT(result.out, HasSubstr("wrote 14 tensors of model \"small_cnn\" (epoch 2, 4 classes)"));
+  EXPECT_THAT(result.out,
+              HasSubstr("wrote 14 tensors of model \"small_cnn\" (epoch 2, 4 classes)"));
   auto tensors = ReadStateDict(exported);
   ASSERT_TRUE(tensors.ok()) << tensors.status();
   EXPECT_EQ(tensors->front().first, "stages.0.conv.weight");  // state_dict order
@@ -258,15 +261,16 @@ TEST_F(PredictTest, FineTuningWithAFrozenBackboneChangesOnlyTheHead) {
   for (const char* split : {"train", "validation"}) {
     for (const char* name : {"Bag", "Sneaker"}) {
       fs::create_directories(absl::StrCat(subset, "/", split));
-      fs::copy(absl::StrCat(data_, "/", split, "/", name), absl::StrCat(subset, "/", split, "/", name),
+      fs::copy(absl::StrCat(data_, "/", split, "/", name),
+               absl::StrCat(subset, "/", split, "/", name),
                fs::copy_options::recursive | fs::copy_options::overwrite_existing);
     }
   }
   std::string log;
-  auto summary = TrainWith(
-      Config(subset, root_ + "/finetune",
-             absl::StrCat("weights: \"", checkpoint_, "\" freeze_backbone: true")),
-      &log);
+  auto summary =
+      TrainWith(Config(subset, root_ + "/finetune",
+                       absl::StrCat("weights: \"", checkpoint_, "\" freeze_backbone: true")),
+                &log);
   ASSERT_TRUE(summary.ok()) << summary.status() << "\n" << log;
   EXPECT_THAT(log, HasSubstr(absl::StrCat("weights: loaded 12 of 14 tensors from ", checkpoint_,
                                           "\nweights: kept the fresh initialisation of fc.weight "

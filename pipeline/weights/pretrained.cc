@@ -19,9 +19,8 @@ std::string ShapeOf(const torch::Tensor& tensor) {
 }
 
 bool InHead(const std::string& name, const std::vector<std::string>& prefixes) {
-  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
-    return name.rfind(prefix, 0) == 0;
-  });
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](const std::string& prefix) { return name.rfind(prefix, 0) == 0; });
 }
 
 // "a, b, c and 4 more": long lists (a file for another architecture) stay
@@ -81,8 +80,8 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
     const torch::Tensor& loaded = *it->second;
     from_file.erase(it);
     if (loaded.sizes() != target.sizes()) {
-      const std::string what = absl::StrCat(name, " (file ", ShapeOf(loaded), ", model ",
-                                            ShapeOf(target), ")");
+      const std::string what =
+          absl::StrCat(name, " (file ", ShapeOf(loaded), ", model ", ShapeOf(target), ")");
       (InHead(name, head) ? skipped : mismatched).push_back(what);
       continue;
     }
@@ -99,7 +98,8 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
   }
 
   std::vector<std::string> problems;
-  if (!missing.empty()) problems.push_back(absl::StrCat("missing from the file: ", Listed(missing)));
+  if (!missing.empty())
+    problems.push_back(absl::StrCat("missing from the file: ", Listed(missing)));
   if (!unexpected.empty()) {
     problems.push_back(absl::StrCat("not in the model: ", Listed(unexpected)));
   }
@@ -111,8 +111,9 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
   }
   if (!problems.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("weights: ", source, " does not fit this model (another architecture, "
-                                          "depth or width?); ",
+        absl::StrCat("weights: ", source,
+                     " does not fit this model (another architecture, "
+                     "depth or width?); ",
                      absl::StrJoin(problems, "; ")));
   }
 

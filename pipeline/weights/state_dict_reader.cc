@@ -25,14 +25,25 @@ struct Object;
 using ObjectPtr = std::shared_ptr<Object>;
 
 struct Object {
-  enum class Kind { kNone, kBool, kInt, kFloat, kString, kTuple, kList, kDict, kGlobal, kStorage,
-                    kTensor };
+  enum class Kind {
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kTuple,
+    kList,
+    kDict,
+    kGlobal,
+    kStorage,
+    kTensor
+  };
   Kind kind = Kind::kNone;
-  int64_t integer = 0;  // kBool, kInt
-  double real = 0;      // kFloat
-  std::string text;     // kString; kGlobal: "module.name"; kStorage: its record key
-  std::vector<ObjectPtr> items;                            // kTuple, kList
-  std::vector<std::pair<ObjectPtr, ObjectPtr>> entries;    // kDict
+  int64_t integer = 0;           // kBool, kInt
+  double real = 0;               // kFloat
+  std::string text;              // kString; kGlobal: "module.name"; kStorage: its record key
+  std::vector<ObjectPtr> items;  // kTuple, kList
+  std::vector<std::pair<ObjectPtr, ObjectPtr>> entries;  // kDict
   torch::Tensor tensor;  // kTensor; kStorage: the whole storage, 1-D
 };
 
@@ -62,11 +73,11 @@ std::string KindName(const Object& object) {
 // torch.<Type>Storage -> the element type of its tensors.
 const std::map<std::string, torch::Dtype>& StorageTypes() {
   static const auto* types = new std::map<std::string, torch::Dtype>{
-      {"torch.FloatStorage", torch::kFloat32},   {"torch.DoubleStorage", torch::kFloat64},
-      {"torch.HalfStorage", torch::kFloat16},    {"torch.BFloat16Storage", torch::kBFloat16},
-      {"torch.LongStorage", torch::kInt64},      {"torch.IntStorage", torch::kInt32},
-      {"torch.ShortStorage", torch::kInt16},     {"torch.CharStorage", torch::kInt8},
-      {"torch.ByteStorage", torch::kUInt8},      {"torch.BoolStorage", torch::kBool},
+      {"torch.FloatStorage", torch::kFloat32}, {"torch.DoubleStorage", torch::kFloat64},
+      {"torch.HalfStorage", torch::kFloat16},  {"torch.BFloat16Storage", torch::kBFloat16},
+      {"torch.LongStorage", torch::kInt64},    {"torch.IntStorage", torch::kInt32},
+      {"torch.ShortStorage", torch::kInt16},   {"torch.CharStorage", torch::kInt8},
+      {"torch.ByteStorage", torch::kUInt8},    {"torch.BoolStorage", torch::kBool},
   };
   return *types;
 }
@@ -200,8 +211,8 @@ class Unpickler {
   absl::StatusOr<ObjectPtr> LoadStorage(const Object& pid) {
     if (pid.kind != Object::Kind::kTuple || pid.items.size() != 5 ||
         pid.items[0]->kind != Object::Kind::kString || pid.items[0]->text != "storage" ||
-        pid.items[1]->kind != Object::Kind::kGlobal || pid.items[2]->kind != Object::Kind::kString ||
-        pid.items[4]->kind != Object::Kind::kInt) {
+        pid.items[1]->kind != Object::Kind::kGlobal ||
+        pid.items[2]->kind != Object::Kind::kString || pid.items[4]->kind != Object::Kind::kInt) {
       return Error("a persistent id that is not a tensor storage");
     }
     const std::string& type = pid.items[1]->text;
@@ -215,8 +226,8 @@ class Unpickler {
     const int64_t numel = pid.items[4]->integer;
     const std::string record = "data/" + key;
     if (numel < 0 || !archive_.hasRecord(record)) {
-      return Error(absl::StrCat("storage ", key, ": the archive has no record ", record,
-                                " (truncated?)"));
+      return Error(
+          absl::StrCat("storage ", key, ": the archive has no record ", record, " (truncated?)"));
     }
     auto [bytes, length] = archive_.getRecord(record);
     auto storage = Make(Object::Kind::kStorage);
@@ -249,8 +260,10 @@ class Unpickler {
   // torch._utils._rebuild_tensor_v2(storage, offset, size, stride, ...).
   absl::StatusOr<ObjectPtr> RebuildTensor(const Object& args) {
     if (args.kind != Object::Kind::kTuple || args.items.size() < 4 ||
-        args.items[0]->kind != Object::Kind::kStorage || args.items[1]->kind != Object::Kind::kInt) {
-      return Error("_rebuild_tensor_v2 with arguments that are not (storage, offset, size, stride)");
+        args.items[0]->kind != Object::Kind::kStorage ||
+        args.items[1]->kind != Object::Kind::kInt) {
+      return Error(
+          "_rebuild_tensor_v2 with arguments that are not (storage, offset, size, stride)");
     }
     const torch::Tensor& storage = args.items[0]->tensor;
     const int64_t offset = args.items[1]->integer;
@@ -302,8 +315,7 @@ class Unpickler {
       }
       return args.items[0];
     }
-    return Error(absl::StrCat("the pickle builds a ", name,
-                              ", which a state dict does not hold"));
+    return Error(absl::StrCat("the pickle builds a ", name, ", which a state dict does not hold"));
   }
 
   // Returns Cancelled on STOP.
@@ -348,7 +360,7 @@ class Unpickler {
       case 0x85: return PushTuple(1);  // TUPLE1
       case 0x86: return PushTuple(2);  // TUPLE2
       case 0x87: return PushTuple(3);  // TUPLE3
-      case ']':  // EMPTY_LIST
+      case ']':                        // EMPTY_LIST
         stack_.push_back(Make(Object::Kind::kList));
         return absl::OkStatus();
       case 'l': {  // LIST
@@ -433,7 +445,7 @@ class Unpickler {
       case 0x8c: return PushString(1);  // SHORT_BINUNICODE
       case 'X': return PushString(4);   // BINUNICODE
       case 0x8d: return PushString(8);  // BINUNICODE8
-      case 'q':  // BINPUT
+      case 'q':                         // BINPUT
         RETURN_IF_ERROR(Need(1));
         return Memoize(ReadLittleEndian(1));
       case 'r':  // LONG_BINPUT
@@ -470,8 +482,8 @@ class Unpickler {
       default: {
         char hex[8];
         std::snprintf(hex, sizeof(hex), "0x%02x", opcode);
-        return Error(absl::StrCat("pickle opcode ", hex,
-                                  " is not one torch.save uses for a state dict"));
+        return Error(
+            absl::StrCat("pickle opcode ", hex, " is not one torch.save uses for a state dict"));
       }
     }
   }
@@ -481,8 +493,8 @@ class Unpickler {
         "collections.OrderedDict", "torch._utils._rebuild_tensor_v2",
         "torch._utils._rebuild_parameter", "torch.jit._pickle.restore_type_tag"};
     if (!known->count(name) && !StorageTypes().count(name)) {
-      return Error(absl::StrCat("the pickle refers to ", name,
-                                ", which is not part of a state dict"));
+      return Error(
+          absl::StrCat("the pickle refers to ", name, ", which is not part of a state dict"));
     }
     auto object = Make(Object::Kind::kGlobal);
     object->text = name;
@@ -560,18 +572,18 @@ absl::StatusOr<std::unique_ptr<caffe2::serialize::PyTorchStreamReader>> OpenArch
   // False) writes a bare pickle stream: PROTO 2, then the magic number.
   if (StartsWith(path, std::string("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8", 12))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": is in torch.save's legacy (pre-1.6) format; load and save it again in Python "
-              "with torch.save(torch.load(path), new_path) to get the zip format"));
+        path,
+        ": is in torch.save's legacy (pre-1.6) format; load and save it again in Python "
+        "with torch.save(torch.load(path), new_path) to get the zip format"));
   }
-  auto reader = CallTorch("", [&] {
-    return std::make_unique<caffe2::serialize::PyTorchStreamReader>(path);
-  });
+  auto reader =
+      CallTorch("", [&] { return std::make_unique<caffe2::serialize::PyTorchStreamReader>(path); });
   if (!reader.ok()) {
     std::string reason(reader.status().message());
     if (reason.rfind(": ", 0) == 0) reason = reason.substr(2);
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": is not a torch.save file nor a checkpoint (truncated, or another format): ",
-        reason));
+        path,
+        ": is not a torch.save file nor a checkpoint (truncated, or another format): ", reason));
   }
   return std::move(*reader);
 }

@@ -57,14 +57,20 @@ void ExpectSameTensors(const NamedTensors& actual, const NamedTensors& expected)
 TEST(StateDictReaderTest, ReadsPythonsOrderedDictInItsOrder) {
   auto tensors = ReadStateDict(Fixture("state_dict"));
   ASSERT_TRUE(tensors.ok()) << tensors.status();
-  const std::vector<std::string> expected = {
-      "stages.0.conv.weight",   "stages.0.bn.weight",
-      "stages.0.bn.bias",       "stages.0.bn.running_mean",
-      "stages.0.bn.running_var", "stages.0.bn.num_batches_tracked",
-      "stages.1.conv.weight",   "stages.1.bn.weight",
-      "stages.1.bn.bias",       "stages.1.bn.running_mean",
-      "stages.1.bn.running_var", "stages.1.bn.num_batches_tracked",
-      "fc.weight",              "fc.bias"};
+  const std::vector<std::string> expected = {"stages.0.conv.weight",
+                                             "stages.0.bn.weight",
+                                             "stages.0.bn.bias",
+                                             "stages.0.bn.running_mean",
+                                             "stages.0.bn.running_var",
+                                             "stages.0.bn.num_batches_tracked",
+                                             "stages.1.conv.weight",
+                                             "stages.1.bn.weight",
+                                             "stages.1.bn.bias",
+                                             "stages.1.bn.running_mean",
+                                             "stages.1.bn.running_var",
+                                             "stages.1.bn.num_batches_tracked",
+                                             "fc.weight",
+                                             "fc.bias"};
   EXPECT_EQ(Names(*tensors), expected);
   const torch::Tensor& conv = (*tensors)[0].second;
   EXPECT_EQ(conv.sizes().vec(), (std::vector<int64_t>{4, 1, 3, 3}));
@@ -99,8 +105,9 @@ TEST(StateDictReaderTest, RejectsALegacyFileWithTheWayOut) {
   auto tensors = ReadStateDict(path);
   ASSERT_FALSE(tensors.ok());
   EXPECT_EQ(tensors.status().message(),
-            path + ": is in torch.save's legacy (pre-1.6) format; load and save it again in "
-                   "Python with torch.save(torch.load(path), new_path) to get the zip format");
+            path +
+                ": is in torch.save's legacy (pre-1.6) format; load and save it again in "
+                "Python with torch.save(torch.load(path), new_path) to get the zip format");
 }
 
 TEST(StateDictReaderTest, RejectsAPickleThatIsNotAStateDict) {

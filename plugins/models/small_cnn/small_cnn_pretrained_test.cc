@@ -52,12 +52,14 @@ TEST(SmallCnnPretrainedTest, GivesPyTorchsLogitsForEveryWayOfSaving) {
     std::ostringstream log;
     auto model = MakeSmallCnn(absl::StrCat("weights: \"", Fixture(name), "\""), &log);
     ASSERT_TRUE(model.ok()) << model.status();
-    EXPECT_EQ(log.str(), absl::StrCat("weights: loaded 14 of 14 tensors from ", Fixture(name), "\n"));
+    EXPECT_EQ(log.str(),
+              absl::StrCat("weights: loaded 14 of 14 tensors from ", Fixture(name), "\n"));
     (*model)->eval();
     torch::NoGradGuard no_grad;
     const torch::Tensor logits = (*model)->forward(Named(*io, "input"));
     EXPECT_TRUE(logits.allclose(Named(*io, "logits"), /*rtol=*/0, /*atol=*/1e-5))
-        << logits << "\nexpected\n" << Named(*io, "logits");
+        << logits << "\nexpected\n"
+        << Named(*io, "logits");
   }
 }
 
