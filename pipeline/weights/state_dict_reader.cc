@@ -518,7 +518,14 @@ absl::Status InFile(const std::string& path, const absl::Status& status) {
 
 // The state dict within the unpickled `root`: root itself, or what it holds
 // under "state_dict" or "model".
-absl::StatusOr<NamedTensors> FindStateDict(const Object& root) {
+absl::StatusOr<NamedTensors> FindStateDict(const Object& root, int depth = 0) {
+  // A pickle can make a dict hold itself (through its memo); a few levels
+  // are all real files use.
+  constexpr int kMaxDepth = 4;
+  if (depth > kMaxDepth) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nests \"state_dict\"/\"model\" dicts more than ", kMaxDepth, " deep"));
+  }
   if (root.kind != Object::Kind::kDict) {
     return absl::InvalidArgumentError(
         absl::StrCat("holds ", KindName(root), ", not a state dict (a dict of tensors)"));
@@ -527,7 +534,7 @@ absl::StatusOr<NamedTensors> FindStateDict(const Object& root) {
     for (const auto& [key, value] : root.entries) {
       if (key->kind == Object::Kind::kString && key->text == nested &&
           value->kind == Object::Kind::kDict) {
-        return FindStateDict(*value);
+        return FindStateDict(*value, depth + 1);
       }
     }
   }

@@ -118,6 +118,14 @@ TEST(StateDictReaderTest, RejectsAPickleThatIsNotAStateDict) {
             path + ": holds a list, not a state dict (a dict of tensors)");
 }
 
+TEST(StateDictReaderTest, RejectsADictThatHoldsItself) {
+  const std::string path = Fixture("self_nested");
+  auto tensors = ReadStateDict(path);
+  ASSERT_FALSE(tensors.ok());
+  EXPECT_EQ(tensors.status().message(),
+            path + ": nests \"state_dict\"/\"model\" dicts more than 4 deep");
+}
+
 TEST(StateDictReaderTest, RejectsAMissingFile) {
   auto tensors = ReadStateDict("no/such/weights.pt");
   ASSERT_FALSE(tensors.ok());
