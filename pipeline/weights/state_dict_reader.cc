@@ -230,14 +230,18 @@ class Unpickler {
           absl::StrCat("storage ", key, ": the archive has no record ", record, " (truncated?)"));
     }
     auto [bytes, length] = archive_.getRecord(record);
+    // Checked before allocating, so a corrupt element count cannot ask for
+    // more memory than the record holds.
+    const size_t element_size = c10::elementSize(type_it->second);
+    if (static_cast<uint64_t>(numel) > length / element_size ||
+        static_cast<size_t>(numel) * element_size != length) {
+      return Error(absl::StrCat("storage ", key, " holds ", length, " bytes, not the ", numel,
+                                " elements of ", type, " its tensors need (truncated?)"));
+    }
+    const size_t expected = length;
     auto storage = Make(Object::Kind::kStorage);
     storage->text = key;
     storage->tensor = torch::empty({numel}, torch::TensorOptions().dtype(type_it->second));
-    const size_t expected = static_cast<size_t>(numel) * storage->tensor.element_size();
-    if (length != expected) {
-      return Error(absl::StrCat("storage ", key, " holds ", length, " bytes; its ", numel,
-                                " elements of ", type, " need ", expected, " (truncated?)"));
-    }
     if (expected > 0) std::memcpy(storage->tensor.data_ptr(), bytes.get(), expected);
     storages_[key] = storage;
     return storage;
@@ -523,8 +527,8 @@ absl::StatusOr<NamedTensors> FindStateDict(const Object& root, int depth = 0) {
   // are all real files use.
   constexpr int kMaxDepth = 4;
   if (depth > kMaxDepth) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nests \"state_dict\"/\"model\" dicts more than ", kMaxDepth, " deep"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nests \"state_dict\"/\"model\" dicts more than ", kMaxDepth, " deep"));
   }
   if (root.kind != Object::Kind::kDict) {
     return absl::InvalidArgumentError(

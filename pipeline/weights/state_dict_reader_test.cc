@@ -159,27 +159,37 @@ TEST(StateDictReaderTest, RejectsEveryTruncation) {
   }
 }
 
-// A data.pkl cut short inside a valid archive: the unpickler, not the zip
-// reader, has to notice.
-TEST(StateDictReaderTest, RejectsAPickleCutShort) {
-  auto tensors = ReadStateDict(Fixture("state_dict"));
-  ASSERT_TRUE(tensors.ok()) << tensors.status();
-  // Rewrite the archive with a data.pkl cut in half.
-  const std::string path = TempPath("short_pickle.pt");
-  {
-    caffe2::serialize::PyTorchStreamReader reader(Fixture("state_dict"));
-    caffe2::serialize::PyTorchStreamWriter writer(path);
-    for (const std::string& record : reader.getAllRecords()) {
-      if (record == "version") continue;  // the writer adds its own
-      auto [data, size] = reader.getRecord(record);
-      writer.writeRecord(record, data.get(), record == "data.pkl" ? size / 2 : size);
-    }
-    writer.writeEndOfFile();
+// The archive with one record cut to half its length: inside a valid zip,
+// so the unpickler and the storage check, not the zip reader, must notice.
+std::string WithRecordCut(const std::string& name, const std::string& cut_record) {
+  const std::string path = TempPath(name);
+  caffe2::serialize::PyTorchStreamReader reader(Fixture("state_dict"));
+  caffe2::serialize::PyTorchStreamWriter writer(path);
+  for (const std::string& record : reader.getAllRecords()) {
+    if (record == "version") continue;  // the writer adds its own
+    auto [data, size] = reader.getRecord(record);
+    writer.writeRecord(record, data.get(), record == cut_record ? size / 2 : size);
   }
+  writer.writeEndOfFile();
+  return path;
+}
+
+TEST(StateDictReaderTest, RejectsAPickleCutShort) {
+  const std::string path = WithRecordCut("short_pickle.pt", "data.pkl");
   auto cut = ReadStateDict(path);
   ASSERT_FALSE(cut.ok());
   EXPECT_THAT(cut.status().message(), HasSubstr(path + ": "));
   EXPECT_THAT(cut.status().message(), HasSubstr("truncated"));
+}
+
+TEST(StateDictReaderTest, RejectsAStorageCutShort) {
+  const std::string path = WithRecordCut("short_storage.pt", "data/0");
+  auto cut = ReadStateDict(path);
+  ASSERT_FALSE(cut.ok());
+  EXPECT_THAT(cut.status().message(), HasSubstr(path + ": data.pkl byte "));
+  EXPECT_THAT(cut.status().message(),
+              HasSubstr(": storage 0 holds 72 bytes, not the 36 elements of torch.FloatStorage its "
+                        "tensors need (truncated?)"));
 }
 
 TEST(StateDictReaderTest, WrittenStateDictReadsBack) {
