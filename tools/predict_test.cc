@@ -29,6 +29,7 @@
 #include "pipeline/trainer/trainer.h"
 #include "pipeline/weights/restore.h"
 #include "pipeline/weights/state_dict_reader.h"
+#include "plugins/datasets/image_folder/image_codec.h"
 #include "torch/csrc/autograd/grad_mode.h"
 #include "torch/optim/sgd.h"
 
@@ -171,6 +172,22 @@ TEST_F(PredictTest, TextOutputListsTheTopClassesOfOneImage) {
   EXPECT_THAT(result.out,
               ::testing::MatchesRegex(
                   image + ": [A-Za-z]+ \\(0\\.[0-9]{4}\\)(, [A-Za-z]+ \\(0\\.[0-9]{4}\\)){3}\n"));
+}
+
+TEST_F(PredictTest, AColourJpegOfAnotherSizeIsReducedToTheModelsOneChannel) {
+  // The model trained on 1-channel 28x28 PNGs; a 3-channel 40x30 JPEG is
+  // decoded to gray for it (small_cnn pools globally, so any size works).
+  Image image;
+  image.height = 30;
+  image.width = 40;
+  image.channels = 3;
+  for (int i = 0; i < 30 * 40 * 3; ++i) image.u8.push_back(static_cast<uint8_t>(i * 7));
+  const std::string path = root_ + "/colour.jpg";
+  std::ofstream(path, std::ios::binary) << EncodeJpeg(image, 90).value();
+  const Result result =
+      RunCommand(absl::StrCat("tools/predict --checkpoint=", checkpoint_, " --top_k=1 ", path));
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, ::testing::MatchesRegex(path + ": [A-Za-z]+ \\(0\\.[0-9]{4}\\)\n"));
 }
 
 TEST_F(PredictTest, AnImageThatCannotBeDecodedIsNamedAndTheOthersArePredicted) {
