@@ -178,6 +178,12 @@ int Main(int argc, char** argv) {
       return Fail(2, status);
     }
   }
+  // A library added with --set=plugin_libraries=...; the others are loaded.
+  if (absl::Status status = LoadPluginLibraries(
+          {config->plugin_libraries().begin(), config->plugin_libraries().end()});
+      !status.ok()) {
+    return Fail(2, status);
+  }
   auto resolved = ResolveConfig(*config);
   if (!resolved.ok()) {
     return Fail(2, absl::InvalidArgumentError(

@@ -64,4 +64,12 @@ EOT
 grep -q '"event":"summary"' "$out/events2.jsonl" || fail "no summary from the config run"
 grep -q "plugin_libraries: \"$library\"" "$out/run_from_config/config.textproto" ||
   fail "resolved config does not record the library"
+# Or added with --set, like any other field (for a config that names the
+# plugin without options of the library's types, which parse only once it
+# is loaded).
+sed '/TinyMlpOptions/d' "$config" > "$out/no_options.textproto"
+"$train" --config="$out/no_options.textproto" --set=plugin_libraries="$library" \
+  --set=trainer.max_steps=2 \
+  --set=output_dir="$out/run_from_set" > "$out/events3.jsonl" 2> "$out/log3.txt" ||
+  { cat "$out/log3.txt"; fail "training with --set=plugin_libraries failed"; }
 echo PASS
