@@ -107,6 +107,27 @@ TEST(RegistryTest, SecondRegistrationOfANameFails) {
   EXPECT_EQ(status.message(), "greeter \"greeter\" is registered twice");
 }
 
+// What a plugin library's static initialisers do inside dlopen: the loader
+// holds their registrations and runs them once the library is accepted, a
+// taken name coming back as an error instead of ending the process.
+TEST(RegistryTest, HeldRegistrationsRunWhenTheLoaderRunsThem) {
+  BeginHoldingRegistrations();
+  PluginRegistration<Greeter, GreeterOptions> held("held_greeter", "Held", CreateGreeter);
+  PluginRegistration<Greeter, GreeterOptions> taken("greeter", "Again", CreateGreeter);
+  std::vector<std::function<absl::Status()>> registrations = EndHoldingRegistrations();
+  ASSERT_EQ(registrations.size(), 2u);
+  EXPECT_EQ(Registry<Greeter>::Global().DefaultOptions("held_greeter"), nullptr);
+  EXPECT_TRUE(registrations[0]().ok());
+  EXPECT_NE(Registry<Greeter>::Global().DefaultOptions("held_greeter"), nullptr);
+  const absl::Status status = registrations[1]();
+  EXPECT_EQ(status.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(status.message(), "greeter \"greeter\" is registered twice");
+  // Holding has ended: a registration runs at once again.
+  PluginRegistration<Greeter, GreeterOptions> direct("direct_greeter", "Now", CreateGreeter);
+  EXPECT_NE(Registry<Greeter>::Global().DefaultOptions("direct_greeter"), nullptr);
+  EXPECT_TRUE(EndHoldingRegistrations().empty());
+}
+
 TEST(RegistryTest, IndexListsEveryKindWithDefaults) {
   bool found = false;
   for (const PluginInfo& info : RegistryIndex::Global().ListAll()) {
