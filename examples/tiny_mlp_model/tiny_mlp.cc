@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "ATen/ops/adaptive_avg_pool2d.h"
 #include "ATen/ops/relu.h"
