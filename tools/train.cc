@@ -36,6 +36,9 @@ DEFINE_bool(dry_run, false,
             "train nothing");
 DEFINE_bool(print_config, false, "Print the resolved config (every default filled in) and exit");
 DEFINE_bool(list_plugins, false, "List every registered plugin with its options and exit");
+DEFINE_int64(profile_steps, 0,
+             "Time the first N training steps by phase (data wait, forward+backward, optimizer "
+             "step) and print the breakdown, one line per rank");
 DEFINE_int32(nproc_per_node, 0,
              "Multi-process strategies: worker processes to start on this machine "
              "(0 = the strategy's nproc_per_node option)");
@@ -214,6 +217,7 @@ int Main(int argc, char** argv) {
   if (primary) std::cerr << "config " << *path << ", resolved:\n" << text << "\n";
   RunOptions options;
   options.dry_run = FLAGS_dry_run;
+  options.profile_steps = FLAGS_profile_steps;
   options.log = &std::cerr;
   options.events = &std::cout;
   auto summary = Train(*resolved, options);

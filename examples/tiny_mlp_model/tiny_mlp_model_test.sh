@@ -70,4 +70,11 @@ sed '/TinyMlpOptions/d' "$config" > "$out/no_options.textproto"
   --set=trainer.max_steps=2 \
   --set=output_dir="$out/run_from_set" > "$out/events3.jsonl" 2> "$out/log3.txt" ||
   { cat "$out/log3.txt"; fail "training with --set=plugin_libraries failed"; }
+# Where the time of the first steps goes (train --profile_steps).
+"$train" --plugin_library="$library" --config="$config" --profile_steps=5 \
+  --set=trainer.max_steps=6 --set=output_dir="$out/run_profile" > /dev/null 2> "$out/log4.txt" ||
+  { cat "$out/log4.txt"; fail "training with --profile_steps failed"; }
+grep "^profile" "$out/log4.txt"
+grep -Eq "^profile rank 0, steps 1-5 \(32 images each\): data wait [0-9.]+ ms/step \([0-9.]+%\), forward\+backward [0-9.]+ ms/step \([0-9.]+%\), optimizer step [0-9.]+ ms/step \([0-9.]+%\); [0-9]+ images/s$" \
+  "$out/log4.txt" || fail "no profile line"
 echo PASS

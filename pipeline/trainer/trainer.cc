@@ -28,6 +28,7 @@
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/metrics/curves_svg.h"
 #include "pipeline/metrics/event_file_writer.h"
+#include "pipeline/metrics/step_profile.h"
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
@@ -346,6 +347,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   // TensorBoard scalars and the curves plot, beside metrics.jsonl (rank 0).
   std::unique_ptr<EventFileWriter> tensorboard;
   std::vector<EpochPoint> curves;
+  StepProfile profile(options.profile_steps);
   if (primary) {
     std::error_code error;
     std::filesystem::create_directories(output_dir, error);
@@ -384,6 +386,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     while (step < total_steps) {
       // One optimizer step over `accumulate` loader batches; an epoch's last
       // batches that cannot fill a whole step are left out.
+      const Clock::time_point step_start = Clock::now();
       std::vector<Batch> batches;
       for (int k = 0; k < accumulate; ++k) {
         ASSIGN_OR_RETURN(std::optional<Batch> batch, train.loader->Next());
@@ -391,6 +394,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         batches.push_back(std::move(*batch));
       }
       if (static_cast<int>(batches.size()) < accumulate) break;
+      const Clock::time_point data_ready = Clock::now();
       const double factor = schedule->Factor(step, total_steps, steps_per_epoch) *
                             WarmupFactor(config.learning_rate(), step, steps_per_epoch);
       for (size_t g = 0; g < base_lr.size(); ++g) {
@@ -421,7 +425,23 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         window_correct += batch_correct;
         window_seen += n;
       }
+      const Clock::time_point computed = Clock::now();
       RETURN_IF_ERROR(CallTorch("optimizer step", [&] { optimizer->step(); }));
+      if (profile.active()) {
+        int64_t images = 0;
+        for (const Batch& batch : batches) images += batch.labels.size(0);
+        using Seconds = std::chrono::duration<double>;
+        if (profile.Record(Seconds(data_ready - step_start).count(),
+                           Seconds(computed - data_ready).count(), SecondsSince(computed),
+                           images)) {
+          const std::string report = profile.Report(strategy->rank());
+          if (primary) {
+            progress.Line(report, /*transient=*/false);
+          } else if (options.log) {
+            *options.log << report << "\n";
+          }
+        }
+      }
       ++step;
       ++epoch_steps;
       if (step % trainer.log_interval() == 0 || step == total_steps) {

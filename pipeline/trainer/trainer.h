@@ -27,6 +27,10 @@ struct TrainSummary {
 struct RunOptions {
   // Build every plugin and check the data, then stop before training.
   bool dry_run = false;
+  // Time the first this many optimizer steps by phase (waiting for data,
+  // forward+backward, optimizer step) and print where the time went, each
+  // rank its own line. 0 = off.
+  int64_t profile_steps = 0;
   // Progress and messages (rank 0 only).
   std::ostream* log = nullptr;
   // Machine-readable JSON lines: one per epoch and a final summary.
