@@ -34,6 +34,9 @@ DEFINE_string(config, "",
 DEFINE_bool(dry_run, false,
             "Validate the config, print it resolved, build every plugin and check the data; "
             "train nothing");
+DEFINE_string(resume, "",
+              "Continue a run: \"auto\" = from the latest good checkpoint in output_dir (a "
+              "fresh start when there is none), or a checkpoint's path");
 DEFINE_bool(print_config, false, "Print the resolved config (every default filled in) and exit");
 DEFINE_bool(list_plugins, false, "List every registered plugin with its options and exit");
 DEFINE_int64(profile_steps, 0,
@@ -218,6 +221,7 @@ int Main(int argc, char** argv) {
   RunOptions options;
   options.dry_run = FLAGS_dry_run;
   options.profile_steps = FLAGS_profile_steps;
+  options.resume = FLAGS_resume;
   options.log = &std::cerr;
   options.events = &std::cout;
   auto summary = Train(*resolved, options);

@@ -3,14 +3,24 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <ostream>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "pipeline/metrics/crc32c.h"
+#include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "torch/serialize/input-archive.h"
 #include "torch/serialize/output-archive.h"
@@ -37,7 +47,38 @@ absl::Status RenameOver(const std::string& from, const std::string& to) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (file.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  return bytes;
+}
+
+std::string ChecksumLine(const std::string& bytes) {
+  return absl::StrFormat("crc32c %08x size %d\n", Crc32c(bytes), bytes.size());
+}
+
+// kDataLoss when the checksum file exists and `path` does not match it.
+absl::Status VerifyChecksum(const std::string& path) {
+  const std::string sum_path = ChecksumPathOf(path);
+  std::error_code error;
+  if (!std::filesystem::exists(sum_path, error)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::string expected, ReadWholeFile(sum_path));
+  ASSIGN_OR_RETURN(const std::string bytes, ReadWholeFile(path));
+  const std::string actual = ChecksumLine(bytes);
+  if (actual != expected) {
+    return absl::DataLossError(absl::StrCat(
+        path, ": is corrupted: its checksum file ", sum_path, " says \"",
+        absl::StripTrailingAsciiWhitespace(expected), "\" but the file has \"",
+        absl::StripTrailingAsciiWhitespace(actual), "\""));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string ChecksumPathOf(const std::string& path) { return path + ".crc32c"; }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp";
@@ -75,6 +116,13 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
     archive.write("step", c10::IValue(contents.step));
     archive.write("class_names", c10::IValue(absl::StrJoin(contents.class_names, "\n")));
     archive.write("config", c10::IValue(contents.resolved_config));
+    archive.write("epoch_step", c10::IValue(contents.epoch_step));
+    archive.write("epoch_sums", torch::tensor(contents.epoch_sums.empty()
+                                                  ? std::vector<double>{0, 0, 0}
+                                                  : contents.epoch_sums,
+                                              torch::kDouble));
+    archive.write("best_val_accuracy", c10::IValue(contents.best_val_accuracy));
+    if (contents.rng_state.defined()) archive.write("rng_state", contents.rng_state);
     archive.save_to(temporary);
   });
   if (!saved.ok()) {
@@ -82,8 +130,22 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
     std::filesystem::remove(temporary, error);
     return saved;
   }
-  if (absl::Status status = FsyncFile(temporary); !status.ok()) return status;
+  RETURN_IF_ERROR(FsyncFile(temporary));
+  // The checksum file is in place before the checkpoint is, so a checkpoint
+  // that exists always has one to be checked against.
+  ASSIGN_OR_RETURN(const std::string bytes, ReadWholeFile(temporary));
+  RETURN_IF_ERROR(WriteFileAtomically(ChecksumPathOf(path), ChecksumLine(bytes)));
   return RenameOver(temporary, path);
+}
+
+absl::Status RestoreOptimizerState(const std::string& path, Optimizer& optimizer) {
+  return CallTorch(absl::StrCat(path, ": restoring the optimizer state"), [&] {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::serialize::InputArchive optimizer_archive;
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+  });
 }
 
 absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
@@ -91,6 +153,7 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, error)) {
     return absl::NotFoundError(absl::StrCat(path, ": no such checkpoint file"));
   }
+  RETURN_IF_ERROR(VerifyChecksum(path));
   LoadedCheckpoint loaded;
   auto read = CallTorch("", [&]() -> absl::Status {
     torch::serialize::InputArchive archive;
@@ -117,6 +180,20 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
     const std::string names = class_names.toStringRef();
     if (!names.empty()) loaded.contents.class_names = absl::StrSplit(names, '\n');
     loaded.contents.resolved_config = config.toStringRef();
+    // Written since exact resume; absent from older checkpoints.
+    c10::IValue epoch_step, best;
+    if (archive.try_read("epoch_step", epoch_step) && epoch_step.isInt()) {
+      loaded.contents.epoch_step = epoch_step.toInt();
+    }
+    torch::Tensor sums;
+    if (archive.try_read("epoch_sums", sums) && sums.numel() == 3) {
+      for (int i = 0; i < 3; ++i) loaded.contents.epoch_sums.push_back(sums[i].item<double>());
+    }
+    if (archive.try_read("best_val_accuracy", best) && best.isDouble()) {
+      loaded.contents.best_val_accuracy = best.toDouble();
+    }
+    torch::Tensor rng;
+    if (archive.try_read("rng_state", rng)) loaded.contents.rng_state = rng;
     return absl::OkStatus();
   });
   if (!read.ok()) {
@@ -126,6 +203,49 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
         path, ": is not a checkpoint written by train (truncated or another format?): ", reason));
   }
   return loaded;
+}
+
+std::vector<std::string> ListCheckpoints(const std::string& dir) {
+  struct Entry {
+    int64_t step;
+    std::filesystem::file_time_type modified;
+    std::string path;
+  };
+  std::vector<Entry> entries;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (!absl::StartsWith(name, "checkpoint_") || !absl::EndsWith(name, ".pt") ||
+        name == "checkpoint_best.pt") {
+      continue;
+    }
+    int64_t step = -1;
+    const absl::string_view middle(name.data() + 11, name.size() - 14);
+    if (absl::StartsWith(middle, "step_") && !absl::SimpleAtoi(middle.substr(5), &step)) continue;
+    if (!absl::StartsWith(middle, "step_") && !absl::StartsWith(middle, "epoch_")) continue;
+    entries.push_back({step, entry.last_write_time(error), entry.path().string()});
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.modified != b.modified ? a.modified < b.modified : a.path < b.path;
+  });
+  std::vector<std::string> paths;
+  for (const Entry& entry : entries) paths.push_back(entry.path);
+  return paths;
+}
+
+std::optional<FoundCheckpoint> FindLatestCheckpoint(const std::string& dir, std::ostream* log) {
+  std::optional<FoundCheckpoint> best;
+  for (const std::string& path : ListCheckpoints(dir)) {
+    absl::StatusOr<LoadedCheckpoint> loaded = ReadCheckpoint(path);
+    if (!loaded.ok()) {
+      if (log) *log << "warning: skipping " << loaded.status().message() << "\n";
+      continue;
+    }
+    if (!best || loaded->contents.step > best->checkpoint.contents.step) {
+      best = FoundCheckpoint{path, std::move(*loaded)};
+    }
+  }
+  return best;
 }
 
 }  // namespace pipeline

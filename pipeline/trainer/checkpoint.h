@@ -1,6 +1,8 @@
 #ifndef PIPELINE_TRAINER_CHECKPOINT_H_
 #define PIPELINE_TRAINER_CHECKPOINT_H_
 
+#include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,16 @@ struct CheckpointContents {
   int64_t step = 0;   // optimizer steps taken
   std::vector<std::string> class_names;
   std::string resolved_config;  // textproto
+  // Where a run resumes exactly. Optimizer steps already taken in epoch
+  // `epoch` (0-based; 0 at an epoch's end), and that epoch's running
+  // training sums so far (loss * samples, correct, samples).
+  int64_t epoch_step = 0;
+  std::vector<double> epoch_sums;
+  // Best validation accuracy so far, -1 before any validation.
+  double best_val_accuracy = -1;
+  // State of LibTorch's default CPU generator (dropout, random init); the
+  // data's randomness is a function of (seed, epoch, sample) and needs none.
+  torch::Tensor rng_state;
 };
 
 // Writes model parameters and buffers (under their state_dict names), the
@@ -34,8 +46,33 @@ struct LoadedCheckpoint {
 
 // Reads what WriteCheckpoint wrote (all but the optimizer state), or an
 // error naming `path`: missing, truncated, or not a checkpoint of this
-// project.
+// project. When the checksum file written beside it exists (it always does
+// for checkpoints written here; copies may leave it behind), the file must
+// match it, or the error is kDataLoss.
 absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path);
+
+// Loads the optimizer state of checkpoint `path` into `optimizer` (built
+// for the same parameters).
+absl::Status RestoreOptimizerState(const std::string& path, Optimizer& optimizer);
+
+// The checksum file of checkpoint `path`: its CRC-32C and size, written
+// before the checkpoint is renamed into place.
+std::string ChecksumPathOf(const std::string& path);
+
+// The rolling checkpoints train keeps in `dir` (checkpoint_epoch_N.pt,
+// checkpoint_step_N.pt; not checkpoint_best.pt), oldest first by the step
+// in their name or, for epoch checkpoints, by modification time.
+std::vector<std::string> ListCheckpoints(const std::string& dir);
+
+struct FoundCheckpoint {
+  std::string path;
+  LoadedCheckpoint checkpoint;
+};
+
+// The checkpoint in `dir` with the most steps that reads back whole; one
+// that is corrupted or torn is passed over with a warning on `log` naming
+// it and the reason. nullopt when there is none.
+std::optional<FoundCheckpoint> FindLatestCheckpoint(const std::string& dir, std::ostream* log);
 
 // Writes `text` to `path` the same all-or-nothing way.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& text);

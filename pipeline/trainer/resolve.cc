@@ -146,6 +146,9 @@ absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
   TrainerConfig* trainer = resolved.mutable_trainer();
   FillDefaults(trainer);
   CheckTrainer(*trainer, errors);
+  // Parallel reductions split work by thread count; one thread is the
+  // setting whose results never depend on the machine.
+  if (trainer->deterministic() && trainer->threads() == 0) trainer->set_threads(1);
   if (trainer->threads() == 0) {
     // Processes started together on one machine share its cores
     // (LOCAL_WORLD_SIZE is set by `train`'s launcher and by torchrun).
@@ -187,8 +190,9 @@ absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
                                   learning_rate->warmup_start_factor(), "; must be in (0, 1]"));
   }
   FillDefaults(resolved.mutable_checkpoint());
-  if (resolved.checkpoint().every_epochs() < 0 || resolved.checkpoint().keep_last() < 0) {
-    errors.push_back("checkpoint.every_epochs, keep_last: must be >= 0");
+  if (resolved.checkpoint().every_epochs() < 0 || resolved.checkpoint().keep_last() < 0 ||
+      resolved.checkpoint().every_steps() < 0) {
+    errors.push_back("checkpoint.every_epochs, keep_last, every_steps: must be >= 0");
   }
   FillDefaults(&resolved);
   if (!errors.empty()) {

@@ -12,6 +12,8 @@
 #include <memory>
 #include <thread>
 
+#include "ATen/CPUGeneratorImpl.h"
+#include "ATen/Context.h"
 #include "ATen/Parallel.h"
 #include "ATen/ops/cross_entropy_loss.h"
 #include "absl/strings/str_cat.h"
@@ -242,6 +244,39 @@ absl::Status CheckSameConfigOnEveryRank(const PipelineConfig& config, Strategy& 
       "config file and --set flags (compare with `train --print_config` on each machine)"));
 }
 
+// The checkpoint `resume` (RunOptions::resume) names, or nullopt to start
+// fresh.
+absl::StatusOr<std::optional<FoundCheckpoint>> FindResumePoint(const std::string& resume,
+                                                               const std::string& output_dir,
+                                                               std::ostream* log) {
+  if (resume.empty()) return std::nullopt;
+  if (resume == "auto") {
+    std::optional<FoundCheckpoint> found = FindLatestCheckpoint(output_dir, log);
+    if (log) {
+      *log << (found ? absl::StrCat("resume: continuing from ", found->path, " (step ",
+                                    found->checkpoint.contents.step, ")\n")
+                     : absl::StrCat("resume: no checkpoint in ", output_dir,
+                                    " yet; starting fresh\n"));
+    }
+    return found;
+  }
+  ASSIGN_OR_RETURN(LoadedCheckpoint loaded, ReadCheckpoint(resume));
+  if (log) *log << "resume: continuing from " << resume << " (step " << loaded.contents.step << ")\n";
+  return FoundCheckpoint{resume, std::move(loaded)};
+}
+
+at::Tensor RandomState() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void SetRandomState(const at::Tensor& state) {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
 }  // namespace
 
 absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOptions& options) {
@@ -249,6 +284,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   const TrainerConfig& trainer = config.trainer();
   at::set_num_threads(trainer.threads());
   torch::manual_seed(trainer.seed());
+  if (trainer.deterministic()) at::globalContext().setDeterministicAlgorithms(true, false);
 
   ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
                    Registry<Strategy>::Global().Create(config.strategy(), {.seed = trainer.seed()}));
@@ -286,9 +322,33 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   model_context.log = log;
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                    Registry<Model>::Global().Create(config.model(), model_context));
-  const ModelFactory make_replica = [&config, model_context] {
-    return Registry<Model>::Global().Create(config.model(), model_context);
+  // Replicas take their weights from the model, not from a weights file.
+  ModelContext replica_context = model_context;
+  replica_context.load_weights = false;
+  replica_context.log = nullptr;
+  const ModelFactory make_replica = [&config, replica_context] {
+    return Registry<Model>::Global().Create(config.model(), replica_context);
   };
+  // A resumed run starts from the checkpoint's weights, before replicas
+  // are built from them.
+  ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> resume,
+                   FindResumePoint(options.resume, config.output_dir(), log));
+  if (resume) {
+    RETURN_IF_ERROR(LoadStateDict(*model, resume->checkpoint.model, resume->path, nullptr));
+  }
+  if (strategy->world_size() > 1) {
+    // Every rank must continue from the same step (a machine that cannot see
+    // the checkpoints would start over and train something else).
+    const double own = resume ? static_cast<double>(resume->checkpoint.contents.step) : 0.0;
+    std::vector<double> steps = {own};
+    RETURN_IF_ERROR(strategy->SumAcrossProcesses(steps));
+    if (steps[0] != own * strategy->world_size()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "resume: rank ", strategy->rank(), " would continue from step ", own,
+          " but other ranks from another; every rank must see the same output_dir (",
+          config.output_dir(), ") to resume"));
+    }
+  }
   RETURN_IF_ERROR(strategy->Prepare(*model, make_replica));
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    // Frozen parameters (freeze_backbone) stay out, so neither
@@ -300,6 +360,13 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                        config.learning_rate().schedule(), {}));
   std::vector<double> base_lr;
   for (auto& group : optimizer->param_groups()) base_lr.push_back(group.options().get_lr());
+  // After base_lr is read: the saved state holds the last scheduled rate.
+  if (resume) {
+    RETURN_IF_ERROR(RestoreOptimizerState(resume->path, *optimizer));
+    if (resume->checkpoint.contents.rng_state.defined()) {
+      SetRandomState(resume->checkpoint.contents.rng_state);
+    }
+  }
 
   // What this rank sees of an epoch (a shard, under a distributed sampler).
   const int64_t samples_per_epoch =
@@ -371,16 +438,56 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   };
 
   TrainSummary summary;
+  const CheckpointConfig& checkpointing = config.checkpoint();
   std::vector<std::string> checkpoints;
-  int64_t step = 0;
+  if (primary && resume) checkpoints = ListCheckpoints(output_dir.string());
+  int64_t step = resume ? resume->checkpoint.contents.step : 0;
+  double best_accuracy = resume ? resume->checkpoint.contents.best_val_accuracy : -1;
+  auto write_checkpoint = [&](const std::string& name, const CheckpointContents& contents,
+                              bool rolling) -> absl::Status {
+    const std::string path = (output_dir / name).string();
+    RETURN_IF_ERROR(WriteCheckpoint(path, *model, *optimizer, contents));
+    if (log) *log << "checkpoint: " << path << "\n";
+    if (!rolling) return absl::OkStatus();
+    checkpoints.erase(std::remove(checkpoints.begin(), checkpoints.end(), path),
+                      checkpoints.end());
+    checkpoints.push_back(path);
+    const int keep = checkpointing.keep_last();
+    while (keep > 0 && static_cast<int>(checkpoints.size()) > keep) {
+      std::error_code error;
+      std::filesystem::remove(checkpoints.front(), error);
+      std::filesystem::remove(ChecksumPathOf(checkpoints.front()), error);
+      checkpoints.erase(checkpoints.begin());
+    }
+    return absl::OkStatus();
+  };
   double train_seconds = 0;
   int64_t train_images = 0;
   model->train();
-  for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+  for (int64_t epoch = resume ? resume->checkpoint.contents.epoch : 0; epoch < epochs; ++epoch) {
     const Clock::time_point epoch_start = Clock::now();
-    train.loader->StartEpoch(epoch, train.sampler->EpochIndices(train.dataset->size(), epoch));
+    std::vector<int64_t> order = train.sampler->EpochIndices(train.dataset->size(), epoch);
     double loss_sum = 0, correct = 0;
     int64_t seen = 0, epoch_steps = 0;
+    // Resuming inside this epoch: its first steps' batches are left out of
+    // the order (batches are consecutive runs of it, so the rest stay the
+    // same), and its training sums so far come back on rank 0.
+    const bool resumed_epoch = resume && epoch == resume->checkpoint.contents.epoch;
+    if (resumed_epoch && resume->checkpoint.contents.epoch_step > 0) {
+      const CheckpointContents& contents = resume->checkpoint.contents;
+      epoch_steps = contents.epoch_step;
+      const int64_t skipped = std::min<int64_t>(
+          static_cast<int64_t>(order.size()),
+          epoch_steps * trainer.accumulate_steps() * config.train_data().batch_size());
+      order.erase(order.begin(), order.begin() + skipped);
+      if (primary && contents.epoch_sums.size() == 3) {
+        loss_sum = contents.epoch_sums[0];
+        correct = contents.epoch_sums[1];
+        seen = static_cast<int64_t>(contents.epoch_sums[2]);
+      }
+    }
+    const int64_t seen_before = seen, steps_before = epoch_steps;
+    train.loader->StartEpoch(epoch, std::move(order));
     double window_loss = 0, window_correct = 0;
     int64_t window_seen = 0;
     while (step < total_steps) {
@@ -446,8 +553,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       ++epoch_steps;
       if (step % trainer.log_interval() == 0 || step == total_steps) {
         const double elapsed = SecondsSince(epoch_start);
-        const double rate = seen * strategy->world_size() / std::max(elapsed, 1e-9);
-        const double eta = (total_steps - step) * elapsed / std::max<int64_t>(epoch_steps, 1);
+        const double rate = (seen - seen_before) * strategy->world_size() / std::max(elapsed, 1e-9);
+        const double eta =
+            (total_steps - step) * elapsed / std::max<int64_t>(epoch_steps - steps_before, 1);
         progress.Line(absl::StrFormat("epoch %d/%d step %d/%d loss %.4f acc %.2f%% %.1f img/s "
                                       "lr %.3g eta %s",
                                       epoch + 1, epochs, epoch_steps, steps_per_epoch,
@@ -465,10 +573,27 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         window_loss = window_correct = 0;
         window_seen = 0;
       }
+      if (checkpointing.every_steps() > 0 && step % checkpointing.every_steps() == 0 &&
+          epoch_steps < steps_per_epoch && step < total_steps) {
+        // Every rank adds its sums (the same decision on every rank: the
+        // step counts are equal), so the checkpoint holds the whole job's.
+        std::vector<double> sums = {loss_sum, correct, static_cast<double>(seen)};
+        RETURN_IF_ERROR(strategy->SumAcrossProcesses(sums));
+        if (primary) {
+          CheckpointContents contents{epoch, step, classes, resolved_text};
+          contents.epoch_step = epoch_steps;
+          contents.epoch_sums = sums;
+          contents.best_val_accuracy = best_accuracy;
+          contents.rng_state = RandomState();
+          RETURN_IF_ERROR(
+              write_checkpoint(absl::StrCat("checkpoint_step_", step, ".pt"), contents, true));
+        }
+      }
     }
     const double epoch_seconds = SecondsSince(epoch_start);
+    const int64_t epoch_images = (seen - seen_before) * strategy->world_size();
     train_seconds += epoch_seconds;
-    train_images += seen * strategy->world_size();
+    train_images += epoch_images;
 
     std::vector<double> train_sums = {loss_sum, correct, static_cast<double>(seen)};
     RETURN_IF_ERROR(strategy->SumAcrossProcesses(train_sums));
@@ -487,7 +612,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     progress.Line(absl::StrFormat("epoch %d/%d done in %s: loss %.4f acc %.2f%%%s, %.1f img/s",
                                   epoch + 1, epochs, Duration(epoch_seconds), summary.train_loss,
                                   100.0 * summary.train_accuracy, validation_text,
-                                  seen * strategy->world_size() / std::max(epoch_seconds, 1e-9)),
+                                  epoch_images / std::max(epoch_seconds, 1e-9)),
                   /*transient=*/false);
     const std::string epoch_event = absl::StrFormat(
         "{\"event\":\"epoch\",\"epoch\":%d,\"step\":%d,\"train_loss\":%.6f,\"train_acc\":%.6f,"
@@ -503,7 +628,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       Scalars scalars = {
           {"epoch/train_loss", summary.train_loss},
           {"epoch/train_accuracy", summary.train_accuracy},
-          {"epoch/images_per_sec", seen * strategy->world_size() / std::max(epoch_seconds, 1e-9)}};
+          {"epoch/images_per_sec", epoch_images / std::max(epoch_seconds, 1e-9)}};
       if (validated) {
         scalars.push_back({"validation/loss", summary.val_loss});
         scalars.push_back({"validation/accuracy", summary.val_accuracy});
@@ -521,20 +646,20 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                                                   config.train_data().dataset().name())));
     }
 
-    const int every = config.checkpoint().every_epochs();
-    if (primary && every > 0 && ((epoch + 1) % every == 0 || last)) {
-      const std::string path =
-          (output_dir / absl::StrCat("checkpoint_epoch_", epoch + 1, ".pt")).string();
-      RETURN_IF_ERROR(WriteCheckpoint(path, *model, *optimizer,
-                                      {epoch + 1, step, classes, resolved_text}));
-      checkpoints.push_back(path);
-      const int keep = config.checkpoint().keep_last();
-      while (keep > 0 && static_cast<int>(checkpoints.size()) > keep) {
-        std::error_code error;
-        std::filesystem::remove(checkpoints.front(), error);
-        checkpoints.erase(checkpoints.begin());
+    const bool improved = !validation_text.empty() && summary.val_accuracy > best_accuracy;
+    if (improved) best_accuracy = summary.val_accuracy;
+    const int every = checkpointing.every_epochs();
+    if (primary && (every > 0 || checkpointing.every_steps() > 0)) {
+      CheckpointContents contents{epoch + 1, step, classes, resolved_text};
+      contents.best_val_accuracy = best_accuracy;
+      contents.rng_state = RandomState();
+      if (every > 0 && ((epoch + 1) % every == 0 || last)) {
+        RETURN_IF_ERROR(write_checkpoint(absl::StrCat("checkpoint_epoch_", epoch + 1, ".pt"),
+                                         contents, true));
       }
-      if (log) *log << "checkpoint: " << path << "\n";
+      if (improved && checkpointing.keep_best()) {
+        RETURN_IF_ERROR(write_checkpoint("checkpoint_best.pt", contents, false));
+      }
     }
     summary.epochs = epoch + 1;
   }

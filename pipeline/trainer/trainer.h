@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "pipeline/config/pipeline.pb.h"
@@ -35,6 +36,10 @@ struct RunOptions {
   std::ostream* log = nullptr;
   // Machine-readable JSON lines: one per epoch and a final summary.
   std::ostream* events = nullptr;
+  // Continue a run: "auto" = from the latest good checkpoint in output_dir
+  // (a fresh start when there is none), otherwise a checkpoint's path.
+  // "" = start fresh.
+  std::string resume;
 };
 
 // Trains as `config` (a resolved config, see ResolveConfig) says.

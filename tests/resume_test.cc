@@ -1,0 +1,204 @@
+// A run SIGKILLed at a random step and continued with --resume=auto ends
+// with bitwise the same weights as one that ran through (deterministic mode),
+// in one process and with two ddp processes; a corrupted latest checkpoint
+// is passed over for the one before it.
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/trainer/checkpoint.h"
+
+namespace pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// ResNet18 (BatchNorm buffers, momentum SGD) on a small synthetic set:
+// 2 epochs of 48 steps, a checkpoint every 5 steps.
+std::string WriteConfig(const std::string& dir, bool ddp) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/config.textproto";
+  std::ofstream(path) << absl::StrCat(R"pb(
+    model { name: "resnet" }
+    train_data {
+      dataset {
+        name: "synthetic"
+        options {
+          [type.googleapis.com/pipeline.SyntheticOptions] {
+            num_samples: 384 height: 16 width: 16 channels: 1 num_classes: 3
+          }
+        }
+      }
+      transforms { name: "random_horizontal_flip" }
+      batch_size: )pb",
+                                      ddp ? "4 sampler { name: \"distributed\" }" : "8", R"pb(
+    }
+    validation_data {
+      dataset {
+        name: "synthetic"
+        options {
+          [type.googleapis.com/pipeline.SyntheticOptions] {
+            num_samples: 40 height: 16 width: 16 channels: 1 num_classes: 3 seed_offset: 1
+          }
+        }
+      }
+    }
+    optimizer {
+      name: "sgd"
+      options { [type.googleapis.com/pipeline.SgdOptions] { lr: 0.05 momentum: 0.9 } }
+    }
+    )pb",
+                                      ddp ? R"pb(strategy {
+                                                   name: "ddp"
+                                                   options {
+                                                     [type.googleapis.com/pipeline.DdpOptions] {
+                                                       nproc_per_node: 2
+                                                     }
+                                                   }
+                                                 })pb"
+                                          : "",
+                                      R"pb(
+    trainer { epochs: 2 seed: 3 deterministic: true log_interval: 1 }
+    checkpoint { every_steps: 5 keep_last: 3 }
+    output_dir: ")pb",
+                                      dir, R"pb(/out"
+  )pb");
+  return path;
+}
+
+int RunTrain(const std::string& arguments, const std::string& log) {
+  const int status = std::system(("tools/train " + arguments + " >> " + log + " 2>&1").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void ExpectSameModel(const std::string& a, const std::string& b) {
+  auto first = ReadCheckpoint(a);
+  auto second = ReadCheckpoint(b);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_EQ(first->model.size(), second->model.size());
+  for (size_t i = 0; i < first->model.size(); ++i) {
+    EXPECT_EQ(first->model[i].first, second->model[i].first);
+    EXPECT_TRUE(first->model[i].second.equal(second->model[i].second)) << first->model[i].first;
+  }
+  EXPECT_EQ(first->contents.step, second->contents.step);
+}
+
+// Starts the run in the background, SIGKILLs the process matching `victim`
+// (pkill -f pattern) once the log shows step `kill_at`, then resumes it.
+void KillAndResume(const std::string& dir, const std::string& config, int kill_at,
+                   const std::string& victim) {
+  const std::string log = dir + "/log";
+  std::system(("(tools/train --config=" + config + " > " + log + " 2>&1; echo $? > " + dir +
+               "/rc) &")
+                  .c_str());
+  const std::string marker = absl::StrCat(" step ", kill_at % 48 == 0 ? 48 : kill_at % 48, "/48");
+  const std::string epoch_marker = kill_at > 48 ? "epoch 2/2" : "epoch 1/2";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = ReadFile(log);
+    if (text.find(epoch_marker + marker) != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(std::system(("pkill -9 " + victim).c_str()), 0) << ReadFile(log);
+  while (!std::filesystem::exists(dir + "/rc") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string killed_log = ReadFile(log);
+  // Killed before the end: no final checkpoint yet.
+  ASSERT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_epoch_2.pt")) << killed_log;
+  const std::string resumed_log = dir + "/resumed_log";
+  ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed_log), 0)
+      << ReadFile(resumed_log);
+  EXPECT_THAT(ReadFile(resumed_log), HasSubstr("resume: continuing from "));
+}
+
+// Flips one byte in the middle of `path`.
+void Damage(const std::string& path) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  const auto middle = static_cast<std::streamoff>(std::filesystem::file_size(path) / 2);
+  file.seekg(middle);
+  const char byte = static_cast<char>(file.get());
+  file.seekp(middle);
+  file.put(static_cast<char>(byte ^ 0x5a));
+}
+
+int RandomStep() {
+  std::random_device device;
+  return std::uniform_int_distribution<int>(6, 90)(device);
+}
+
+TEST(ResumeTest, KilledAtARandomStepAndResumedEndsBitwiseEqual) {
+  const std::string root = ::testing::TempDir() + "/resume_single";
+  const std::string reference = WriteConfig(root + "/reference", false);
+  ASSERT_EQ(RunTrain("--config=" + reference, root + "/reference/log"), 0)
+      << ReadFile(root + "/reference/log");
+  const std::string dir = root + "/killed";
+  const std::string config = WriteConfig(dir, false);
+  const int kill_at = RandomStep();
+  KillAndResume(dir, config, kill_at, "-f '[c]onfig=" + config + "'");
+  SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
+  ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
+                  dir + "/out/checkpoint_epoch_2.pt");
+  // The metrics of the interrupted epoch are whole again after the resume.
+  EXPECT_EQ(ReadFile(root + "/reference/out/checkpoint_best.pt.crc32c").empty(), false);
+}
+
+TEST(ResumeTest, TwoProcessDdpKilledAndResumedEndsBitwiseEqual) {
+  const std::string root = ::testing::TempDir() + "/resume_ddp";
+  const std::string reference = WriteConfig(root + "/reference", true);
+  ASSERT_EQ(RunTrain("--config=" + reference, root + "/reference/log"), 0)
+      << ReadFile(root + "/reference/log");
+  const std::string dir = root + "/killed";
+  const std::string config = WriteConfig(dir, true);
+  const int kill_at = RandomStep();
+  // The newest process is rank 1: the launcher stops rank 0 and exits.
+  KillAndResume(dir, config, kill_at, "-n -f '[c]onfig=" + config + "'");
+  SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
+  ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
+                  dir + "/out/checkpoint_epoch_2.pt");
+}
+
+TEST(ResumeTest, ACorruptedLatestCheckpointIsPassedOverForThePreviousOne) {
+  const std::string dir = ::testing::TempDir() + "/resume_corrupt";
+  const std::string config = WriteConfig(dir, false);
+  ASSERT_EQ(RunTrain("--config=" + config + " --set=trainer.max_steps=20", dir + "/log"), 0)
+      << ReadFile(dir + "/log");
+  // Steps 10 and 15 are rolling checkpoints, 20 the last one; damage it.
+  const std::string latest = dir + "/out/checkpoint_epoch_1.pt";
+  ASSERT_TRUE(std::filesystem::exists(latest)) << ReadFile(dir + "/log");
+  Damage(latest);
+  const std::string log = dir + "/resumed_log";
+  ASSERT_EQ(RunTrain("--config=" + config + " --set=trainer.max_steps=20 --resume=auto", log), 0)
+      << ReadFile(log);
+  EXPECT_THAT(ReadFile(log), HasSubstr("warning: skipping " + latest + ": is corrupted"));
+  EXPECT_THAT(ReadFile(log), HasSubstr("resume: continuing from " + dir +
+                                       "/out/checkpoint_step_15.pt (step 15)"));
+  // An explicit --resume of a damaged file is an error, not a crash (the
+  // resumed run above wrote a good one in its place; damage it again).
+  Damage(latest);
+  EXPECT_EQ(RunTrain("--config=" + config + " --resume=" + latest, dir + "/explicit_log"), 2);
+  EXPECT_THAT(ReadFile(dir + "/explicit_log"), HasSubstr(latest + ": is corrupted"));
+}
+
+}  // namespace
+}  // namespace pipeline
