@@ -124,6 +124,31 @@ TEST(DdpLaunchTest, ADeadWorkerStopsTheOthersAndIsNamed) {
   EXPECT_THAT(ReadFile(log), HasSubstr("error: rank 1 (pid "));
 }
 
+TEST(DdpLaunchTest, UnderMaxRestartsAKilledWorkerIsReplacedAndTheJobFinishes) {
+  const std::string config = WriteConfig("ddp_restart", 40);
+  const std::string dir = ::testing::TempDir() + "/ddp_restart";
+  const std::string log = dir + "/log";
+  std::system(("(tools/train --config=" + config +
+               " --set=strategy.options.max_restarts=1 --set=checkpoint.every_steps=4 > " + log +
+               " 2>&1; echo $? > " + dir + "/rc) &")
+                  .c_str());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (ReadFile(log).find("step 6/") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_THAT(ReadFile(log), HasSubstr("step 6/"));
+  ASSERT_EQ(std::system(("pkill -9 -n -f '[c]onfig=" + config + "'").c_str()), 0);
+  while (!std::filesystem::exists(dir + "/rc") && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const std::string output = ReadFile(log);
+  EXPECT_EQ(ReadFile(dir + "/rc"), "0\n") << output;
+  EXPECT_THAT(output, HasSubstr("launcher: restart 1 of 1 after: rank 1 (pid "));
+  EXPECT_THAT(output, HasSubstr("resume: continuing from "));
+  EXPECT_THAT(output, HasSubstr("\"steps\":40"));
+}
+
 // The config of the equivalence test: a BatchNorm-free model, so one process
 // on batches of 8 and two processes on 4 + 4 of the same samples compute the
 // same gradients.

@@ -109,17 +109,21 @@ int Fail(int code, const absl::Status& status) {
 // The nproc_per_node option of the configured strategy, or 0 for strategies
 // that run in one process. A strategy that runs one process per replica says
 // so by having this option; the launcher needs nothing else from it.
-int ProcessesPerNode(const PipelineConfig& config) {
+int StrategyInt32Option(const PipelineConfig& config, const std::string& name) {
   const google::protobuf::Message* prototype =
       DefaultOptionsOf("strategy", config.strategy().name());
   if (prototype == nullptr) return 0;
   std::unique_ptr<google::protobuf::Message> options(prototype->New());
   config.strategy().options().UnpackTo(options.get());
-  const auto* field = options->GetDescriptor()->FindFieldByName("nproc_per_node");
+  const auto* field = options->GetDescriptor()->FindFieldByName(name);
   if (field == nullptr || field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT32) {
     return 0;
   }
   return options->GetReflection()->GetInt32(*options, field);
+}
+
+int ProcessesPerNode(const PipelineConfig& config) {
+  return StrategyInt32Option(config, "nproc_per_node");
 }
 
 // Whether a launcher (this one, torchrun, srun, mpirun) already made this
@@ -210,7 +214,20 @@ int Main(int argc, char** argv) {
     launch.master_port = FLAGS_master_port;
     launch.command = original_arguments;
     launch.command[0] = "/proc/self/exe";
+    const int max_restarts = StrategyInt32Option(*resolved, "max_restarts");
     absl::Status launched = LaunchWorkers(launch);
+    // A config error (exit 2) would fail the same way again.
+    for (int restart = 1; !launched.ok() && restart <= max_restarts &&
+                          launched.code() != absl::StatusCode::kInvalidArgument;
+         ++restart) {
+      std::cerr << "launcher: restart " << restart << " of " << max_restarts << " after: "
+                << launched.message() << "; continuing from the latest checkpoint\n";
+      if (std::find(launch.command.begin(), launch.command.end(), "--resume=auto") ==
+          launch.command.end()) {
+        launch.command.push_back("--resume=auto");
+      }
+      launched = LaunchWorkers(launch);
+    }
     if (!launched.ok()) {
       return Fail(launched.code() == absl::StatusCode::kInvalidArgument ? 2 : 1, launched);
     }
