@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/free_port.h"
 
 namespace pipeline {
 namespace {
@@ -254,17 +255,7 @@ TEST(DdpLaunchTest, ParallelStrategiesTrainExactlyLikeOneDeviceOnTheWholeBatch) 
   EXPECT_LT(loss.back(), loss.front());
 }
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
+using testing::FreePort;
 
 struct RankRun {
   int exit_code = -1;

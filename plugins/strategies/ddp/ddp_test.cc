@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/free_port.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "torch/nn/modules/linear.h"
@@ -19,17 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
+using testing::FreePort;
 
 // Two layers and a parameter forward never uses.
 class TwoLayers : public Model {
