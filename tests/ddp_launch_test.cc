@@ -150,6 +150,38 @@ TEST(DdpLaunchTest, UnderMaxRestartsAKilledWorkerIsReplacedAndTheJobFinishes) {
   EXPECT_THAT(output, HasSubstr("\"steps\":40"));
 }
 
+// A peer that stops without dying (SIGSTOP) must not hang the job: rank 0's
+// collective times out after timeout_seconds and the launcher ends it all.
+TEST(DdpLaunchTest, AHungPeerEndsTheJobAfterTheTimeout) {
+  const std::string config = WriteConfig("ddp_hung", 100000);
+  const std::string dir = ::testing::TempDir() + "/ddp_hung";
+  const std::string log = dir + "/log";
+  std::system(("(tools/train --config=" + config +
+               " --set=strategy.options.timeout_seconds=5 > " + log + " 2>&1; echo $? > " + dir +
+               "/rc) &")
+                  .c_str());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ReadFile(log).find("step 2/") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_THAT(ReadFile(log), HasSubstr("step 2/"));
+  ASSERT_EQ(std::system(("pkill -STOP -n -f '[c]onfig=" + config + "'").c_str()), 0);
+  const auto stopped = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(dir + "/rc") &&
+         std::chrono::steady_clock::now() < stopped + std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  // Never leave a stopped process behind, whatever happened.
+  std::system(("pkill -9 -f '[c]onfig=" + config + "'").c_str());
+  ASSERT_TRUE(std::filesystem::exists(dir + "/rc")) << "still running\n" << ReadFile(log);
+  EXPECT_LT(seconds, 5 + 20.0);
+  EXPECT_NE(ReadFile(dir + "/rc"), "0\n");
+  EXPECT_THAT(ReadFile(log), HasSubstr("error: rank 0 (pid "));
+}
+
 // The config of the equivalence test: a BatchNorm-free model, so one process
 // on batches of 8 and two processes on 4 + 4 of the same samples compute the
 // same gradients.
