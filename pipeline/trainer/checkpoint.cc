@@ -207,7 +207,6 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
 
 std::vector<std::string> ListCheckpoints(const std::string& dir) {
   struct Entry {
-    int64_t step;
     std::filesystem::file_time_type modified;
     std::string path;
   };
@@ -219,11 +218,13 @@ std::vector<std::string> ListCheckpoints(const std::string& dir) {
         name == "checkpoint_best.pt") {
       continue;
     }
-    int64_t step = -1;
+    // checkpoint_step_<number>.pt or checkpoint_epoch_<number>.pt.
     const absl::string_view middle(name.data() + 11, name.size() - 14);
-    if (absl::StartsWith(middle, "step_") && !absl::SimpleAtoi(middle.substr(5), &step)) continue;
-    if (!absl::StartsWith(middle, "step_") && !absl::StartsWith(middle, "epoch_")) continue;
-    entries.push_back({step, entry.last_write_time(error), entry.path().string()});
+    int64_t number = 0;
+    const bool step = absl::StartsWith(middle, "step_");
+    if (!step && !absl::StartsWith(middle, "epoch_")) continue;
+    if (!absl::SimpleAtoi(middle.substr(step ? 5 : 6), &number)) continue;
+    entries.push_back({entry.last_write_time(error), entry.path().string()});
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.modified != b.modified ? a.modified < b.modified : a.path < b.path;

@@ -60,8 +60,8 @@ absl::Status RestoreOptimizerState(const std::string& path, Optimizer& optimizer
 std::string ChecksumPathOf(const std::string& path);
 
 // The rolling checkpoints train keeps in `dir` (checkpoint_epoch_N.pt,
-// checkpoint_step_N.pt; not checkpoint_best.pt), oldest first by the step
-// in their name or, for epoch checkpoints, by modification time.
+// checkpoint_step_N.pt; not checkpoint_best.pt), oldest first (by
+// modification time: they are written in step order).
 std::vector<std::string> ListCheckpoints(const std::string& dir);
 
 struct FoundCheckpoint {

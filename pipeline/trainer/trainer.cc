@@ -204,6 +204,16 @@ class ProgressPrinter {
   bool pending_ = false;
 };
 
+// Whether every rank holds the same `value` (an integer count below 2^26, so
+// its square adds up exactly). By Cauchy-Schwarz, sum(v)^2 == n * sum(v^2)
+// only when all v are equal, and every rank sees the same sums, so all of
+// them reach the same verdict.
+absl::StatusOr<bool> SameOnEveryRank(Strategy& strategy, double value) {
+  std::vector<double> sums = {value, value * value};
+  RETURN_IF_ERROR(strategy.SumAcrossProcesses(sums));
+  return sums[0] * sums[0] == strategy.world_size() * sums[1];
+}
+
 // FNV-1a: the same on every machine and build, unlike std::hash or absl::Hash.
 uint64_t StableHash(const std::string& text) {
   uint64_t hash = 1469598103934665603ull;
@@ -340,9 +350,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     // Every rank must continue from the same step (a machine that cannot see
     // the checkpoints would start over and train something else).
     const double own = resume ? static_cast<double>(resume->checkpoint.contents.step) : 0.0;
-    std::vector<double> steps = {own};
-    RETURN_IF_ERROR(strategy->SumAcrossProcesses(steps));
-    if (steps[0] != own * strategy->world_size()) {
+    ASSIGN_OR_RETURN(const bool same, SameOnEveryRank(*strategy, own));
+    if (!same) {
       return absl::FailedPreconditionError(absl::StrCat(
           "resume: rank ", strategy->rank(), " would continue from step ", own,
           " but other ranks from another; every rank must see the same output_dir (",
@@ -376,9 +385,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   if (strategy->world_size() > 1) {
     // Every rank must take the same number of steps, or the collectives of
     // the longer ones wait forever.
-    std::vector<double> steps = {static_cast<double>(steps_per_epoch)};
-    RETURN_IF_ERROR(strategy->SumAcrossProcesses(steps));
-    if (steps[0] != static_cast<double>(steps_per_epoch * strategy->world_size())) {
+    ASSIGN_OR_RETURN(const bool same,
+                     SameOnEveryRank(*strategy, static_cast<double>(steps_per_epoch)));
+    if (!same) {
       return absl::InvalidArgumentError(absl::StrCat(
           "train_data.sampler: ranks would take different numbers of steps per epoch (rank ",
           strategy->rank(), ": ", steps_per_epoch,
