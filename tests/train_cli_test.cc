@@ -112,6 +112,45 @@ TEST(TrainCliTest, DryRunOfTheDataParallelConfigBuildsTwoReplicas) {
   EXPECT_THAT(result.output, HasSubstr("dry run: the config is valid and every plugin was built"));
 }
 
+// The output folder records what made the run: one line per start, with the
+// command line, the git revision and the library versions; a resumed run's
+// plot continues the curves of the epochs before it.
+TEST(TrainCliTest, OutputFolderRecordsEachStartAndResumedCurvesContinue) {
+  const std::string out = Dir("run_info_out");
+  fs::remove_all(out);
+  const std::string config = WriteConfig("run_info.textproto", R"pb(
+    model { name: "small_cnn" }
+    train_data {
+      dataset {
+        name: "synthetic"
+        options { [type.googleapis.com/pipeline.SyntheticOptions] {
+          num_samples: 16 height: 8 width: 8 channels: 1 num_classes: 2 } }
+      }
+    }
+    trainer { batch_size: 8 epochs: 1 }
+  )pb");
+  for (const std::string resume : {"", " --resume=auto --set=trainer.epochs=2"}) {
+    Result result = RunTrain("--config=" + config + " --set=output_dir=" + out + resume);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  std::ifstream file(out + "/run_info.jsonl");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const std::string& line : lines) {
+    EXPECT_THAT(line, HasSubstr("\"git_revision\":")) << line;
+    EXPECT_THAT(line, HasSubstr("\"libtorch\":\"1.13.")) << line;
+    EXPECT_THAT(line, HasSubstr("\"libjpeg_turbo\":\"")) << line;
+    EXPECT_THAT(line, HasSubstr("\"--set=output_dir=" + out + "\"")) << line;
+  }
+  EXPECT_THAT(lines[1], HasSubstr("\"--resume=auto\"")) << lines[1];
+  std::ifstream svg_file(out + "/curves.svg");
+  const std::string svg((std::istreambuf_iterator<char>(svg_file)),
+                        std::istreambuf_iterator<char>());
+  EXPECT_THAT(svg, HasSubstr("train loss, epoch 1:"));
+  EXPECT_THAT(svg, HasSubstr("train loss, epoch 2:"));
+}
+
 TEST(TrainCliTest, ListPluginsShowsEveryKindWithOptions) {
   Result result = RunTrain("--list_plugins");
   EXPECT_EQ(result.exit_code, 0);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <string>
@@ -241,6 +242,8 @@ int Main(int argc, char** argv) {
   options.resume = FLAGS_resume;
   options.log = &std::cerr;
   options.events = &std::cout;
+  options.command_line = original_arguments;
+  options.source_dir = std::filesystem::path(*path).parent_path().string();
   auto summary = Train(*resolved, options);
   if (!summary.ok()) {
     const bool input_error = summary.status().code() == absl::StatusCode::kInvalidArgument ||

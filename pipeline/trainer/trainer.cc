@@ -19,6 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "pipeline/config/config_loader.h"
 #include "pipeline/data/loader.h"
 #include "pipeline/interfaces/dataset.h"
@@ -32,6 +34,7 @@
 #include "pipeline/metrics/event_file_writer.h"
 #include "pipeline/metrics/step_profile.h"
 #include "pipeline/trainer/checkpoint.h"
+#include "pipeline/trainer/run_info.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "pipeline/weights/pretrained.h"
@@ -275,6 +278,38 @@ absl::StatusOr<std::optional<FoundCheckpoint>> FindResumePoint(const std::string
   return FoundCheckpoint{resume, std::move(loaded)};
 }
 
+// The epochs of the metrics file up to `completed_epochs`, for the curves of
+// a resumed run. An epoch trained twice (the run died after its metrics line,
+// before its checkpoint) counts as its last line says.
+std::vector<EpochPoint> EpochPointsOf(const std::filesystem::path& metrics_path,
+                                      int64_t completed_epochs) {
+  std::map<int64_t, EpochPoint> points;
+  std::ifstream file(metrics_path);
+  for (std::string line; std::getline(file, line);) {
+    google::protobuf::Struct event;
+    if (!google::protobuf::util::JsonStringToMessage(line, &event).ok()) continue;
+    const auto& fields = event.fields();
+    auto number = [&](const char* name) {
+      auto it = fields.find(name);
+      return it == fields.end() ? 0.0 : it->second.number_value();
+    };
+    auto it = fields.find("event");
+    if (it == fields.end() || it->second.string_value() != "epoch") continue;
+    EpochPoint point{static_cast<int64_t>(number("epoch")), number("train_loss"),
+                     number("train_acc")};
+    if (point.epoch < 1 || point.epoch > completed_epochs) continue;
+    auto validated = fields.find("validated");
+    if (validated != fields.end() && validated->second.bool_value()) {
+      point.val_loss = number("val_loss");
+      point.val_accuracy = number("val_acc");
+    }
+    points[point.epoch] = point;
+  }
+  std::vector<EpochPoint> result;
+  for (const auto& [epoch, point] : points) result.push_back(point);
+  return result;
+}
+
 at::Tensor RandomState() {
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(generator.mutex());
@@ -432,6 +467,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
           "output_dir: cannot create ", output_dir.string(), ": ", error.message()));
     }
     RETURN_IF_ERROR(WriteFileAtomically((output_dir / "config.textproto").string(), resolved_text));
+    // Appended, not rewritten: a resumed run keeps the record of every start.
+    std::ofstream(output_dir / "run_info.jsonl", std::ios::app)
+        << RunInfoJson({options.command_line, options.source_dir}) << "\n";
     metrics.open(output_dir / "metrics.jsonl", std::ios::app);
     ASSIGN_OR_RETURN(tensorboard, EventFileWriter::Create(output_dir.string()));
   }
@@ -449,7 +487,10 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   TrainSummary summary;
   const CheckpointConfig& checkpointing = config.checkpoint();
   std::vector<std::string> checkpoints;
-  if (primary && resume) checkpoints = ListCheckpoints(output_dir.string());
+  if (primary && resume) {
+    checkpoints = ListCheckpoints(output_dir.string());
+    curves = EpochPointsOf(output_dir / "metrics.jsonl", resume->checkpoint.contents.epoch);
+  }
   int64_t step = resume ? resume->checkpoint.contents.step : 0;
   double best_accuracy = resume ? resume->checkpoint.contents.best_val_accuracy : -1;
   auto write_checkpoint = [&](const std::string& name, const CheckpointContents& contents,
@@ -625,9 +666,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                   /*transient=*/false);
     const std::string epoch_event = absl::StrFormat(
         "{\"event\":\"epoch\",\"epoch\":%d,\"step\":%d,\"train_loss\":%.6f,\"train_acc\":%.6f,"
-        "\"val_loss\":%.6f,\"val_acc\":%.6f,\"lr\":%.6g,\"seconds\":%.3f}",
+        "\"val_loss\":%.6f,\"val_acc\":%.6f,\"validated\":%s,\"lr\":%.6g,\"seconds\":%.3f}",
         epoch + 1, step, summary.train_loss, summary.train_accuracy, summary.val_loss,
-        summary.val_accuracy,
+        summary.val_accuracy, validation_text.empty() ? "false" : "true",
         base_lr[0] * schedule->Factor(std::max<int64_t>(step - 1, 0), total_steps, steps_per_epoch),
         epoch_seconds);
     if (events) *events << epoch_event << "\n" << std::flush;

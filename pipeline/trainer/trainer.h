@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "pipeline/config/pipeline.pb.h"
@@ -40,6 +41,11 @@ struct RunOptions {
   // (a fresh start when there is none), otherwise a checkpoint's path.
   // "" = start fresh.
   std::string resume;
+  // Recorded in run_info.jsonl in output_dir, one line per start: the
+  // command line, and a folder of the source tree whose git revision is
+  // recorded ("" = the working directory).
+  std::vector<std::string> command_line;
+  std::string source_dir;
 };
 
 // Trains as `config` (a resolved config, see ResolveConfig) says.
