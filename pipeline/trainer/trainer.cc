@@ -189,10 +189,19 @@ class ProgressPrinter {
   explicit ProgressPrinter(std::ostream* out)
       : out_(out), terminal_(out == &std::cerr && ::isatty(STDERR_FILENO)) {}
 
-  void Line(const std::string& text, bool transient) {
+  // A transient line is redrawn in place on a terminal, after a bar filled
+  // to `fraction` (0..1, or negative for none); elsewhere it is a plain log
+  // line.
+  void Line(const std::string& text, bool transient, double fraction = -1) {
     if (out_ == nullptr) return;
     if (terminal_ && transient) {
-      *out_ << "\r\033[K" << text << std::flush;
+      std::string bar;
+      if (fraction >= 0) {
+        constexpr int kCells = 24;
+        const int filled = static_cast<int>(std::min(1.0, fraction) * kCells + 0.5);
+        bar = absl::StrCat("[", std::string(filled, '#'), std::string(kCells - filled, '.'), "] ");
+      }
+      *out_ << "\r\033[K" << bar << text << std::flush;
       pending_ = true;
       return;
     }
@@ -612,7 +621,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                                       window_loss / window_seen,
                                       100.0 * window_correct / window_seen, rate,
                                       base_lr[0] * factor, Duration(eta)),
-                      /*transient=*/true);
+                      /*transient=*/true, static_cast<double>(epoch_steps) / steps_per_epoch);
         if (tensorboard) {
           RETURN_IF_ERROR(tensorboard->Write(
               step, {{"train/loss", window_loss / window_seen},
