@@ -151,6 +151,24 @@ TEST(TrainCliTest, OutputFolderRecordsEachStartAndResumedCurvesContinue) {
   EXPECT_THAT(svg, HasSubstr("train loss, epoch 2:"));
 }
 
+// The shipped JPEG config, pointed at a real folder, builds every plugin with
+// the options as resolved (defaults filled in).
+TEST(TrainCliTest, DryRunOfTheCatsVsDogsConfigOnAnImageFolder) {
+  const std::string root = Dir("cats_vs_dogs");
+  for (const char* split : {"train", "validation"}) {
+    WritePng(root + "/" + split + "/cat/0.png", 10);
+    WritePng(root + "/" + split + "/dog/0.png", 200);
+  }
+  for (const char* config : {"configs/cats_vs_dogs.textproto"}) {
+    Result result = RunTrain(absl::StrCat(
+        "--config=", config, " --dry_run --set=trainer.batch_size=2 --set=train_data.batch_size=2",
+        " --set=train_data.dataset.options.root=", root,
+        "/train --set=validation_data.dataset.options.root=", root, "/validation"));
+    EXPECT_EQ(result.exit_code, 0) << config << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr("sample 224x224x3")) << config;
+  }
+}
+
 TEST(TrainCliTest, ListPluginsShowsEveryKindWithOptions) {
   Result result = RunTrain("--list_plugins");
   EXPECT_EQ(result.exit_code, 0);

@@ -13,6 +13,8 @@ PACKAGES=(
   # Fast CPU training: an optimised BLAS behind libblas.so.3, and a caching
   # allocator (page faults are very expensive on these machines).
   libopenblas0-pthread libgoogle-perftools4
+  # The other allocator the benchmark compares.
+  libjemalloc2
   # Real data for the default run and the end-to-end tests, and real
   # photographs the benchmark's JPEG corpus is cut from.
   dataset-fashion-mnist mate-backgrounds

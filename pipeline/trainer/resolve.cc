@@ -106,6 +106,10 @@ void FillDefaults(Message* message) {
     // means something (documented "Default: ..." without a value) is filled
     // by ResolveConfig itself before this runs.
     if (!field->has_presence() || reflection->HasField(*message, field)) continue;
+    // A field declared without a default has none to show, and setting it
+    // would change its meaning: "height and width win over size" reads
+    // has_height(), and a filled-in 0 would be taken as set.
+    if (!field->has_default_value()) continue;
     switch (field->cpp_type()) {
       case FieldDescriptor::CPPTYPE_INT32:
         reflection->SetInt32(message, field, field->default_value_int32());

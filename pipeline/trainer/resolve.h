@@ -24,7 +24,9 @@ const google::protobuf::Message* DefaultOptionsOf(const std::string& kind,
                                                   const std::string& name);
 
 // Sets every unset singular scalar field of `message` (and of its set
-// sub-messages) to its default value, so that printing shows it.
+// sub-messages) that declares a default to that value, so that printing
+// shows it. Fields declared without one stay unset: their absence means
+// something (see the size fields of resize and random_resized_crop).
 void FillDefaults(google::protobuf::Message* message);
 
 }  // namespace pipeline

@@ -1,0 +1,608 @@
+// Side-by-side measurements on this machine, printed as Markdown tables with
+// ratios, all from one run:
+//
+//   bazel run //tools:bench                    # the performance table
+//   bazel run //tools:bench -- --sections=models   # every backbone
+//
+// Sections (--sections, comma-separated; default all but models):
+//   compute     the model's forward+backward+step on in-memory tensors (the
+//               ceiling end-to-end training can reach)
+//   allocator   the same under glibc malloc, glibc with mallopt settings,
+//               tcmalloc and jemalloc (each a child process)
+//   data        the data pipeline alone, images/s per loader thread: JPEG
+//               ImageFolder at 224 and Fashion-MNIST
+//   python      the same pipelines in PIL + torchvision (tools/bench_reference.py)
+//   end_to_end  `train` on the JPEG ImageFolder: images/s against the ceiling,
+//               and its peak memory
+//   ddp         `train` with ddp, 2 workers x 1 thread, against 1 process x 1
+//               thread
+//   models      parameters, forward multiply-adds at 224 and training images/s
+//               of every backbone
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ATen/Parallel.h"
+#include "ATen/ops/cross_entropy_loss.h"
+#include "ATen/ops/randint.h"
+#include "ATen/ops/randn.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "gflags/gflags.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/dynamic_message.h"
+#include "google/protobuf/text_format.h"
+#include "pipeline/config/config_loader.h"
+#include "pipeline/data/loader.h"
+#include "pipeline/interfaces/dataset.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/optimizer.h"
+#include "pipeline/interfaces/transform.h"
+#include "pipeline/metrics/multiply_adds.h"
+#include "pipeline/registry/registry.h"
+#include "pipeline/trainer/resolve.h"
+#include "torch/csrc/autograd/grad_mode.h"
+#include "torch/optim/sgd.h"
+#include "tools/jpeg_corpus.h"
+
+DEFINE_string(sections, "compute,allocator,data,python,end_to_end,ddp",
+              "comma-separated: compute, allocator, data, python, end_to_end, ddp, models");
+DEFINE_string(jpeg_config, "configs/cats_vs_dogs.textproto",
+              "config whose model, optimizer and training transforms are measured at 224");
+DEFINE_string(fashion_mnist_config, "configs/single.textproto",
+              "config of the Fashion-MNIST pipeline and of the ddp comparison");
+DEFINE_string(ddp_config, "configs/ddp.textproto", "the ddp run of --fashion_mnist_config");
+DEFINE_string(corpus, "", "JPEG ImageFolder to read; empty = generate one (make_jpeg_corpus)");
+DEFINE_int32(corpus_images_per_class, 500, "size of a generated corpus");
+DEFINE_int32(batch_size, 32, "batch size of the compute and end-to-end runs at 224");
+DEFINE_double(min_seconds, 8, "each measurement runs at least this long after its warm-up");
+DEFINE_int32(end_to_end_steps, 12, "training steps of the end-to-end run");
+DEFINE_int32(ddp_steps, 40, "training steps of each ddp-comparison run");
+DEFINE_int32(models_batch_size, 8, "batch size of the models section");
+DEFINE_string(models, "", "models section: only these labels (comma-separated); empty = all");
+DEFINE_string(python, "/usr/bin/python3", "Python with Debian's python3-torchvision");
+DEFINE_string(work_dir, "/tmp/pipeline_bench", "corpus, configs and run outputs");
+DEFINE_bool(compute_child, false, "internal: print the compute ceiling as one number and exit");
+
+namespace pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+[[noreturn]] void Die(const absl::Status& status) {
+  std::cerr << "error: " << status.message() << "\n";
+  std::exit(2);
+}
+
+template <typename T>
+T OrDie(absl::StatusOr<T> value) {
+  if (!value.ok()) Die(value.status());
+  return std::move(*value);
+}
+
+// Repeats `step` (after `warmup` untimed calls) until min_seconds have
+// passed and at least `min_steps` ran; returns steps per second.
+double StepsPerSecond(const std::function<void()>& step, int warmup = 1, int min_steps = 3) {
+  for (int i = 0; i < warmup; ++i) step();
+  const Clock::time_point start = Clock::now();
+  int steps = 0;
+  while (steps < min_steps || Seconds(start) < FLAGS_min_seconds) {
+    step();
+    ++steps;
+  }
+  return steps / Seconds(start);
+}
+
+PipelineConfig LoadResolved(const std::string& path) {
+  PipelineConfig config = OrDie(LoadConfigFile(path));
+  return OrDie(ResolveConfig(config));
+}
+
+// ---- compute ----
+
+struct ComputeResult {
+  double images_per_sec = 0;
+  int threads = 0;
+};
+
+// Forward, backward and the config's optimizer step on one in-memory batch:
+// no loader, nothing else competing for the cores.
+ComputeResult ComputeCeiling(const PipelineConfig& config, int64_t height, int64_t width,
+                             int64_t channels, int64_t classes, int batch_size) {
+  at::set_num_threads(config.trainer().threads());
+  auto model = OrDie(Registry<Model>::Global().Create(config.model(), {classes, channels}));
+  model->train();
+  auto optimizer =
+      OrDie(Registry<torch::optim::Optimizer>::Global().Create(config.optimizer(),
+                                                               {model->parameters()}));
+  const at::Tensor images = at::randn({batch_size, channels, height, width});
+  const at::Tensor labels = at::randint(classes, {batch_size}, at::kLong);
+  const double steps = StepsPerSecond([&] {
+    optimizer->zero_grad();
+    at::cross_entropy_loss(model->forward(images), labels).backward();
+    optimizer->step();
+  });
+  return {steps * batch_size, config.trainer().threads()};
+}
+
+// ---- child processes ----
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string output;
+  double peak_rss_mb = 0;
+};
+
+// Runs `argv` with `env` added to this process's environment; stdout and
+// stderr together in `output`; the peak resident memory of the child and
+// everything it waited for.
+ProcessResult RunProcess(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env = {}) {
+  const std::string log = FLAGS_work_dir + "/child_output.txt";
+  ProcessResult result;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::FILE* out = std::freopen(log.c_str(), "w", stdout);
+    if (out == nullptr) ::_exit(127);
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    for (const std::string& assignment : env) ::putenv(const_cast<char*>(assignment.c_str()));
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.peak_rss_mb = usage.ru_maxrss / 1024.0;
+  std::ifstream file(log);
+  std::stringstream text;
+  text << file.rdbuf();
+  result.output = text.str();
+  return result;
+}
+
+// The number after "key": in the last line holding `marker`.
+std::optional<double> JsonNumber(const std::string& output, const std::string& marker,
+                                 const std::string& key) {
+  std::optional<double> found;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (line.find(marker) == absl::string_view::npos) continue;
+    const size_t at = line.find("\"" + key + "\":");
+    if (at == absl::string_view::npos) continue;
+    absl::string_view rest = line.substr(at + key.size() + 3);
+    const size_t end = rest.find_first_of(",}");
+    double value;
+    if (absl::SimpleAtod(rest.substr(0, end), &value)) found = value;
+  }
+  return found;
+}
+
+std::string Tail(const std::string& output) {
+  return output.size() > 2000 ? output.substr(output.size() - 2000) : output;
+}
+
+std::string SelfPath() { return fs::read_symlink("/proc/self/exe").string(); }
+
+// ---- data ----
+
+struct DataResult {
+  double images_per_sec = 0;  // one loader thread
+  std::string sample_shape;
+};
+
+// The training data pipeline of `config` (dataset, transforms, loader with
+// one thread), read until min_seconds have passed.
+DataResult DataPipelineRate(const PipelineConfig& config) {
+  const DataConfig& data = config.train_data();
+  auto dataset =
+      OrDie(Registry<Dataset>::Global().Create(data.dataset(), {"train", config.trainer().seed()}));
+  std::vector<std::unique_ptr<Transform>> owned;
+  std::vector<const Transform*> transforms;
+  for (const PluginConfig& transform : data.transforms()) {
+    owned.push_back(OrDie(Registry<Transform>::Global().Create(transform, {})));
+    transforms.push_back(owned.back().get());
+  }
+  LoaderOptions options;
+  options.batch_size = data.batch_size();
+  options.num_workers = 1;
+  options.prefetch_batches = data.prefetch_batches();
+  options.seed = config.trainer().seed();
+  Loader loader(dataset.get(), transforms, options);
+  std::vector<int64_t> order(static_cast<size_t>(dataset->size()));
+  std::iota(order.begin(), order.end(), 0);
+  int64_t epoch = 0;
+  auto next = [&] {
+    while (true) {
+      auto batch = OrDie(loader.Next());
+      if (batch) return batch->labels.size(0);
+      loader.StartEpoch(++epoch, order);
+    }
+  };
+  loader.StartEpoch(epoch, order);
+  next();  // warm-up: the first batch pays for page faults and caches
+  const Clock::time_point start = Clock::now();
+  int64_t images = 0;
+  while (Seconds(start) < FLAGS_min_seconds) images += next();
+  DataResult result;
+  result.images_per_sec = images / Seconds(start);
+  result.sample_shape = OrDie(loader.LoadSample(0, 0)).image.ShapeString();
+  return result;
+}
+
+// ---- configs written for child runs ----
+
+std::string WriteConfig(const std::string& name, const PipelineConfig& config) {
+  const std::string path = FLAGS_work_dir + "/" + name;
+  std::ofstream(path) << ConfigToText(config);
+  return path;
+}
+
+// The options are an Any of the dataset plugin's type; its `root` field is set
+// through reflection, so this tool needs no plugin header.
+void SetImageFolderRoot(PluginConfig& dataset, const std::string& root) {
+  const std::string& url = dataset.options().type_url();
+  const std::string type = url.substr(url.rfind('/') + 1);
+  const google::protobuf::Descriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
+  const google::protobuf::FieldDescriptor* field =
+      descriptor ? descriptor->FindFieldByName("root") : nullptr;
+  if (field == nullptr || field->type() != google::protobuf::FieldDescriptor::TYPE_STRING) {
+    Die(absl::InvalidArgumentError(absl::StrCat(
+        FLAGS_jpeg_config, ": train_data.dataset has no string option `root` to point at the "
+        "JPEG corpus")));
+  }
+  std::unique_ptr<google::protobuf::Message> options(
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
+  dataset.options().UnpackTo(options.get());
+  options->GetReflection()->SetString(options.get(), field, root);
+  dataset.mutable_options()->PackFrom(*options);
+}
+
+std::string EnsureCorpus() {
+  if (!FLAGS_corpus.empty()) return FLAGS_corpus;
+  const std::string root = FLAGS_work_dir + "/jpeg_corpus";
+  const std::string stamp = root + "/.complete_" + std::to_string(FLAGS_corpus_images_per_class);
+  if (!fs::exists(stamp)) {
+    std::cerr << "bench: writing a JPEG corpus of " << 2 * FLAGS_corpus_images_per_class
+              << " photo crops (500x375, quality 75) to " << root << "\n";
+    JpegCorpusOptions options;
+    options.output_dir = root;
+    options.images_per_class = FLAGS_corpus_images_per_class;
+    OrDie(MakeJpegCorpus(options));
+    std::ofstream(stamp) << "";
+  }
+  return root;
+}
+
+std::string Ratio(double a, double b) { return b > 0 ? absl::StrFormat("%.2f", a / b) : "-"; }
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void Print() const {
+    auto line = [](const std::vector<std::string>& cells) {
+      std::string text = "|";
+      for (const std::string& cell : cells) text += " " + cell + " |";
+      return text + "\n";
+    };
+    std::cout << line(header_);
+    std::cout << line(std::vector<std::string>(header_.size(), "---"));
+    for (const auto& row : rows_) std::cout << line(row);
+    std::cout << "\n" << std::flush;
+  }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// ---- models ----
+
+struct ModelCase {
+  std::string label;
+  std::string config;  // a PluginConfig in text
+};
+
+std::vector<ModelCase> AllModels() {
+  auto options = [](const std::string& name, const std::string& type, const std::string& fields) {
+    return absl::StrCat("name: \"", name, "\" options { [type.googleapis.com/pipeline.", type,
+                        "] { ", fields, " } }");
+  };
+  std::vector<ModelCase> cases = {
+      {"alexnet", "name: \"alexnet\""},
+  };
+  for (int depth : {11, 13, 16}) {
+    for (bool bn : {false, true}) {
+      cases.push_back({absl::StrCat("vgg", depth, bn ? "_bn" : ""),
+                       options("vgg", "VggOptions",
+                               absl::StrCat("depth: ", depth, " batch_norm: ", bn ? "true" : "false"))});
+    }
+  }
+  for (int depth : {18, 34, 50, 101}) {
+    cases.push_back({absl::StrCat("resnet", depth),
+                     options("resnet", "ResNetOptions", absl::StrCat("depth: ", depth))});
+  }
+  cases.push_back({"mobilenet_v1", "name: \"mobilenet_v1\""});
+  cases.push_back({"mobilenet_v2", "name: \"mobilenet_v2\""});
+  cases.push_back({"mobilenet_v3_small",
+                   options("mobilenet_v3", "MobileNetV3Options", "variant: SMALL")});
+  cases.push_back({"mobilenet_v3_large",
+                   options("mobilenet_v3", "MobileNetV3Options", "variant: LARGE")});
+  cases.push_back({"efficientnet_b0", "name: \"efficientnet\""});
+  cases.push_back({"small_cnn", "name: \"small_cnn\""});
+  return cases;
+}
+
+void ModelsSection() {
+  std::set<std::string> only;
+  for (absl::string_view label : absl::StrSplit(FLAGS_models, ',', absl::SkipEmpty())) {
+    only.insert(std::string(label));
+  }
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  std::cout << absl::StrFormat(
+      "## Models at 224x224, 1000 classes (training: batch %d, SGD with momentum, %d threads)\n\n",
+      FLAGS_models_batch_size, threads);
+  Table table({"model", "parameters", "forward GMACs", "training images/s"});
+  for (const ModelCase& c : AllModels()) {
+    if (!only.empty() && !only.count(c.label)) continue;
+    PluginConfig plugin;
+    if (!google::protobuf::TextFormat::ParseFromString(c.config, &plugin)) {
+      Die(absl::InternalError("bad model case " + c.label));
+    }
+    auto model = OrDie(Registry<Model>::Global().Create(plugin, {1000, 3}));
+    int64_t parameters = 0;
+    for (const auto& p : model->parameters()) parameters += p.numel();
+    model->eval();
+    int64_t macs = 0;
+    {
+      torch::NoGradGuard no_grad;
+      const at::Tensor image = at::randn({1, 3, 224, 224});
+      macs = CountMultiplyAdds([&] { model->forward(image); });
+    }
+    model->train();
+    torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+    const at::Tensor images = at::randn({FLAGS_models_batch_size, 3, 224, 224});
+    const at::Tensor labels = at::randint(1000, {FLAGS_models_batch_size}, at::kLong);
+    const double steps = StepsPerSecond(
+        [&] {
+          sgd.zero_grad();
+          at::cross_entropy_loss(model->forward(images), labels).backward();
+          sgd.step();
+        },
+        1, 2);
+    table.Add({c.label, absl::StrFormat("%.2fM", parameters / 1e6),
+               absl::StrFormat("%.3f", macs / 1e9),
+               absl::StrFormat("%.1f", steps * FLAGS_models_batch_size)});
+    std::cerr << "bench: " << c.label << " done\n";
+  }
+  table.Print();
+}
+
+// ---- the performance table ----
+
+struct Allocator {
+  std::string name;
+  std::vector<std::string> env;
+};
+
+int Main() {
+  std::set<std::string> sections;
+  for (absl::string_view s : absl::StrSplit(FLAGS_sections, ',', absl::SkipEmpty())) {
+    sections.insert(std::string(s));
+  }
+  for (const std::string& s : sections) {
+    static const std::set<std::string> known = {"compute", "allocator", "data",    "python",
+                                                "end_to_end", "ddp",     "models"};
+    if (!known.count(s)) {
+      Die(absl::InvalidArgumentError(absl::StrCat(
+          "--sections: unknown section \"", s,
+          "\"; choose from compute, allocator, data, python, end_to_end, ddp, models")));
+    }
+  }
+  fs::create_directories(FLAGS_work_dir);
+  if (sections.count("models")) ModelsSection();
+  sections.erase("models");
+  if (sections.empty()) return 0;
+
+  const std::string corpus = EnsureCorpus();
+  PipelineConfig jpeg = OrDie(LoadConfigFile(FLAGS_jpeg_config));
+  SetImageFolderRoot(*jpeg.mutable_train_data()->mutable_dataset(), corpus);
+  jpeg.clear_validation_data();
+  jpeg.mutable_trainer()->set_batch_size(FLAGS_batch_size);
+  jpeg.mutable_train_data()->set_batch_size(FLAGS_batch_size);
+  jpeg = OrDie(ResolveConfig(jpeg));
+  const int64_t classes = 2;
+
+  if (FLAGS_compute_child) {
+    std::cout << ComputeCeiling(jpeg, 224, 224, 3, classes, FLAGS_batch_size).images_per_sec
+              << "\n";
+    return 0;
+  }
+  std::cout << absl::StrFormat(
+      "## Performance: %s at 224x224 on %s, batch %d, %d cores\n\n", jpeg.model().name(), corpus,
+      FLAGS_batch_size, std::thread::hardware_concurrency());
+  Table table({"measurement", "images/s", "ratio", "to"});
+  double ceiling = 0;
+  if (sections.count("compute") || sections.count("end_to_end")) {
+    const ComputeResult compute = ComputeCeiling(jpeg, 224, 224, 3, classes, FLAGS_batch_size);
+    ceiling = compute.images_per_sec;
+    table.Add({absl::StrFormat("compute ceiling: forward+backward+%s step, in-memory batch, %d "
+                               "threads",
+                               jpeg.optimizer().name(), compute.threads),
+               absl::StrFormat("%.1f", ceiling), "1.00", "compute ceiling"});
+  }
+  if (sections.count("allocator")) {
+    const std::vector<Allocator> allocators = {
+        {"glibc malloc (default settings)", {}},
+        {"glibc malloc, mallopt: no mmap, no trim (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1)",
+         {"MALLOC_MMAP_MAX_=0", "MALLOC_TRIM_THRESHOLD_=18446744073709551615"}},
+        {"tcmalloc (libtcmalloc_minimal.so.4, the runner's default)",
+         {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"}},
+        {"jemalloc (libjemalloc.so.2)", {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}},
+        // ATen picks AVX2 kernels on this CPU unless told otherwise.
+        {"tcmalloc + ATEN_CPU_CAPABILITY=avx512",
+         {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+          "ATEN_CPU_CAPABILITY=avx512"}},
+    };
+    double glibc = 0;
+    for (const Allocator& allocator : allocators) {
+      const std::string preload =
+          allocator.env.empty() || allocator.env[0].rfind("LD_PRELOAD=", 0) != 0
+              ? ""
+              : allocator.env[0].substr(11);
+      if (!preload.empty() && !fs::exists(preload)) {
+        table.Add({"compute ceiling, " + allocator.name, "not installed", "-", "-"});
+        continue;
+      }
+      ProcessResult child = RunProcess(
+          {SelfPath(), "--compute_child", "--jpeg_config=" + FLAGS_jpeg_config,
+           "--corpus=" + corpus, "--batch_size=" + std::to_string(FLAGS_batch_size),
+           absl::StrCat("--min_seconds=", FLAGS_min_seconds), "--work_dir=" + FLAGS_work_dir},
+          allocator.env);
+      double rate = 0;
+      if (child.exit_code != 0 || !absl::SimpleAtod(absl::StripAsciiWhitespace(
+                                                        child.output.substr(
+                                                            child.output.rfind('\n', child.output.size() - 2) + 1)),
+                                                    &rate)) {
+        std::cerr << "bench: allocator child failed:\n" << Tail(child.output) << "\n";
+        table.Add({"compute ceiling, " + allocator.name, "failed", "-", "-"});
+        continue;
+      }
+      if (glibc == 0) glibc = rate;
+      table.Add({absl::StrFormat("compute ceiling, %s (peak RSS %.0f MB)", allocator.name,
+                                 child.peak_rss_mb),
+                 absl::StrFormat("%.1f", rate), Ratio(rate, glibc), "glibc malloc"});
+    }
+  }
+  std::optional<DataResult> jpeg_data, fmnist_data;
+  PipelineConfig fmnist = LoadResolved(FLAGS_fashion_mnist_config);
+  if (sections.count("data")) {
+    jpeg_data = DataPipelineRate(jpeg);
+    table.Add({absl::StrFormat("data pipeline, 1 thread: JPEG 500x375 -> random_resized_crop %s "
+                               "+ flip + normalize",
+                               jpeg_data->sample_shape),
+               absl::StrFormat("%.1f", jpeg_data->images_per_sec),
+               Ratio(jpeg_data->images_per_sec, ceiling), "compute ceiling"});
+    fmnist_data = DataPipelineRate(fmnist);
+    table.Add({absl::StrFormat("data pipeline, 1 thread: Fashion-MNIST %s (in memory) + normalize",
+                               fmnist_data->sample_shape),
+               absl::StrFormat("%.1f", fmnist_data->images_per_sec), "-", "-"});
+  }
+  if (sections.count("python")) {
+    const std::string script = "tools/bench_reference.py";
+    ProcessResult probe = RunProcess({FLAGS_python, "-c", "import torchvision, PIL"});
+    if (probe.exit_code != 0) {
+      table.Add({"Python reference (PIL + torchvision)", "skipped: " + FLAGS_python +
+                 " has no torchvision; apt-get install python3-torchvision", "-", "-"});
+    } else {
+      ProcessResult python = RunProcess({FLAGS_python, script, "--jpeg_root=" + corpus});
+      const auto jpeg_rate = JsonNumber(python.output, "jpeg_images_per_sec", "jpeg_images_per_sec");
+      const auto fmnist_rate =
+          JsonNumber(python.output, "jpeg_images_per_sec", "fashion_mnist_images_per_sec");
+      if (python.exit_code != 0 || !jpeg_rate || !fmnist_rate) {
+        std::cerr << "bench: " << script << " failed:\n" << Tail(python.output) << "\n";
+        table.Add({"Python reference (PIL + torchvision)", "failed", "-", "-"});
+      } else {
+        table.Add({"Python reference, 1 thread: JPEG, PIL + torchvision RandomResizedCrop(224) "
+                   "+ flip + ToTensor + Normalize",
+                   absl::StrFormat("%.1f", *jpeg_rate),
+                   jpeg_data ? Ratio(jpeg_data->images_per_sec, *jpeg_rate) : "-",
+                   "C++ pipeline / Python"});
+        table.Add({"Python reference, 1 thread: Fashion-MNIST, PIL Image + ToTensor + Normalize",
+                   absl::StrFormat("%.1f", *fmnist_rate),
+                   fmnist_data ? Ratio(fmnist_data->images_per_sec, *fmnist_rate) : "-",
+                   "C++ pipeline / Python"});
+      }
+    }
+  }
+  const std::string train = fs::absolute("tools/train").string();
+  if (sections.count("end_to_end")) {
+    PipelineConfig run = jpeg;
+    run.mutable_trainer()->set_max_steps(FLAGS_end_to_end_steps);
+    run.mutable_trainer()->set_epochs(1000);
+    run.mutable_checkpoint()->set_every_epochs(0);
+    run.set_output_dir(FLAGS_work_dir + "/end_to_end");
+    ProcessResult child = RunProcess({train, "--config=" + WriteConfig("end_to_end.textproto", run)});
+    const auto rate = JsonNumber(child.output, "\"summary\"", "images_per_sec");
+    if (child.exit_code != 0 || !rate) {
+      std::cerr << "bench: train failed:\n" << Tail(child.output) << "\n";
+      table.Add({"end-to-end training", "failed", "-", "-"});
+    } else {
+      table.Add({absl::StrFormat("end-to-end: train on the JPEG folder, %d steps (peak RSS %.0f MB)",
+                                 FLAGS_end_to_end_steps, child.peak_rss_mb),
+                 absl::StrFormat("%.1f", *rate), Ratio(*rate, ceiling), "compute ceiling"});
+    }
+  }
+  if (sections.count("ddp")) {
+    double single_rate = 0;
+    for (const bool ddp : {false, true}) {
+      PipelineConfig run = LoadResolved(ddp ? FLAGS_ddp_config : FLAGS_fashion_mnist_config);
+      run.clear_validation_data();
+      run.mutable_trainer()->set_threads(1);
+      run.mutable_trainer()->set_max_steps(FLAGS_ddp_steps);
+      run.mutable_checkpoint()->set_every_epochs(0);
+      run.set_output_dir(FLAGS_work_dir + (ddp ? "/ddp" : "/single"));
+      ProcessResult child = RunProcess(
+          {train, "--config=" + WriteConfig(ddp ? "ddp.textproto" : "single.textproto", run)});
+      const auto rate = JsonNumber(child.output, "\"summary\"", "images_per_sec");
+      if (child.exit_code != 0 || !rate) {
+        std::cerr << "bench: train failed:\n" << Tail(child.output) << "\n";
+        table.Add({ddp ? "ddp" : "single", "failed", "-", "-"});
+        continue;
+      }
+      if (!ddp) {
+        single_rate = *rate;
+        table.Add({absl::StrFormat("%s, 1 process x 1 thread, %d steps of %d", run.model().name(),
+                                   FLAGS_ddp_steps, run.train_data().batch_size()),
+                   absl::StrFormat("%.1f", *rate), "-", "-"});
+      } else {
+        table.Add({absl::StrFormat("ddp (gloo), 2 processes x 1 thread, %d steps of %d each",
+                                   FLAGS_ddp_steps, run.train_data().batch_size()),
+                   absl::StrFormat("%.1f", *rate), Ratio(*rate, 2 * single_rate),
+                   "2 x single process"});
+      }
+    }
+  }
+  table.Print();
+  return 0;
+}
+
+}  // namespace
+}  // namespace pipeline
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("bazel run //tools:bench [-- --sections=...]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  return pipeline::Main();
+}
