@@ -210,8 +210,6 @@ std::string Tail(const std::string& output) {
   return output.size() > 2000 ? output.substr(output.size() - 2000) : output;
 }
 
-std::string SelfPath() { return fs::read_symlink("/proc/self/exe").string(); }
-
 // ---- data ----
 
 struct DataResult {
@@ -290,7 +288,8 @@ void SetImageFolderRoot(PluginConfig& dataset, const std::string& root) {
 std::string EnsureCorpus() {
   if (!FLAGS_corpus.empty()) return FLAGS_corpus;
   const std::string root = FLAGS_work_dir + "/jpeg_corpus";
-  const std::string stamp = root + "/.complete_" + std::to_string(FLAGS_corpus_images_per_class);
+  // Beside the folder, not in it: every entry inside is a class.
+  const std::string stamp = root + ".complete_" + std::to_string(FLAGS_corpus_images_per_class);
   if (!fs::exists(stamp)) {
     std::cerr << "bench: writing a JPEG corpus of " << 2 * FLAGS_corpus_images_per_class
               << " photo crops (500x375, quality 75) to " << root << "\n";
@@ -467,7 +466,7 @@ int Main() {
         {"glibc malloc (default settings)", {}},
         {"glibc malloc, mallopt: no mmap, no trim (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1)",
          {"MALLOC_MMAP_MAX_=0", "MALLOC_TRIM_THRESHOLD_=18446744073709551615"}},
-        {"tcmalloc (libtcmalloc_minimal.so.4, the runner's default)",
+        {"tcmalloc (libtcmalloc_minimal.so.4, linked into train)",
          {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"}},
         {"jemalloc (libjemalloc.so.2)", {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}},
         // ATen picks AVX2 kernels on this CPU unless told otherwise.
@@ -486,7 +485,7 @@ int Main() {
         continue;
       }
       ProcessResult child = RunProcess(
-          {SelfPath(), "--compute_child", "--jpeg_config=" + FLAGS_jpeg_config,
+          {fs::absolute("tools/bench_any_allocator").string(), "--compute_child", "--jpeg_config=" + FLAGS_jpeg_config,
            "--corpus=" + corpus, "--batch_size=" + std::to_string(FLAGS_batch_size),
            absl::StrCat("--min_seconds=", FLAGS_min_seconds), "--work_dir=" + FLAGS_work_dir},
           allocator.env);

@@ -23,11 +23,52 @@ void WriteChw(const Image& image, float* out) {
   }
 }
 
+bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
+  if (maps.empty()) {
+    WriteChw(image, out);
+    return true;
+  }
+  const int channels = image.channels;
+  for (size_t m = 0; m < maps.size(); ++m) {
+    const ChannelMap& map = maps[m];
+    // Only the first map sees the image's own type; the rest see floats.
+    const bool uint8_in = m == 0 && !image.is_float();
+    if (uint8_in ? !map.takes_uint8 : !map.takes_float) return false;
+    for (const std::vector<float>* values : {&map.multiply, &map.subtract, &map.divide}) {
+      if (values->size() != 1 && static_cast<int>(values->size()) != channels) return false;
+    }
+  }
+  const size_t pixels = image.pixel_count();
+  for (int c = 0; c < channels; ++c) {
+    float* plane = out + c * pixels;
+    if (image.is_float()) {
+      const float* in = image.f32.data() + c;
+      for (size_t i = 0; i < pixels; ++i) plane[i] = in[i * channels];
+    } else {
+      const uint8_t* in = image.u8.data() + c;
+      for (size_t i = 0; i < pixels; ++i) plane[i] = static_cast<float>(in[i * channels]);
+    }
+    for (const ChannelMap& map : maps) {
+      auto at = [c](const std::vector<float>& v) { return v.size() == 1 ? v[0] : v[c]; };
+      const float multiply = at(map.multiply), subtract = at(map.subtract),
+                  divide = at(map.divide);
+      // The same operations, in the same order, as the transform's Apply.
+      for (size_t i = 0; i < pixels; ++i) plane[i] = (plane[i] * multiply - subtract) / divide;
+    }
+  }
+  return true;
+}
+
 Loader::Loader(const Dataset* dataset, std::vector<const Transform*> transforms,
                LoaderOptions options)
     : dataset_(dataset), transforms_(std::move(transforms)), options_(std::move(options)) {
   options_.num_workers = std::max(1, options_.num_workers);
   options_.prefetch_batches = std::max(1, options_.prefetch_batches);
+  fused_from_ = transforms_.size();
+  while (fused_from_ > 0 && transforms_[fused_from_ - 1]->AsChannelMap()) --fused_from_;
+  for (size_t i = fused_from_; i < transforms_.size(); ++i) {
+    fused_maps_.push_back(*transforms_[i]->AsChannelMap());
+  }
 }
 
 Loader::~Loader() { StopWorkers(); }
@@ -98,11 +139,15 @@ absl::StatusOr<std::optional<Batch>> Loader::Next() {
 }
 
 absl::StatusOr<Sample> Loader::LoadSample(int64_t index, int64_t epoch) const {
+  return LoadSampleUpTo(index, epoch, transforms_.size());
+}
+
+absl::StatusOr<Sample> Loader::LoadSampleUpTo(int64_t index, int64_t epoch, size_t end) const {
   absl::StatusOr<Sample> sample = dataset_->Get(index);
   if (!sample.ok()) return sample.status();
   SampleRandom random(options_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index));
-  for (const Transform* transform : transforms_) {
-    if (absl::Status status = transform->Apply(sample->image, random); !status.ok()) {
+  for (size_t i = 0; i < end; ++i) {
+    if (absl::Status status = transforms_[i]->Apply(sample->image, random); !status.ok()) {
       return status;
     }
   }
@@ -121,12 +166,12 @@ absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
   std::string batch_shape;
   for (int64_t i = begin; i < end; ++i) {
     const int64_t index = indices_[i];
-    absl::StatusOr<Sample> sample = LoadSample(index, epoch_);
+    absl::StatusOr<Sample> sample = LoadSampleUpTo(index, epoch_, fused_from_);
     if (!sample.ok()) {
       return absl::Status(sample.status().code(),
                           absl::StrCat("sample ", index, ": ", sample.status().message()));
     }
-    const Image& image = sample->image;
+    Image& image = sample->image;
     if (i == begin) {
       batch_shape = image.ShapeString();
       batch.images = at::empty({end - begin, image.channels, image.height, image.width}, at::kFloat);
@@ -137,7 +182,20 @@ absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
           "; add a resize and center_crop (or random_resized_crop) transform so every image "
           "has one size"));
     }
-    WriteChw(image, batch.images.data_ptr<float>() + (i - begin) * batch.images.stride(0));
+    float* out = batch.images.data_ptr<float>() + (i - begin) * batch.images.stride(0);
+    if (!WriteChwMapped(image, fused_maps_, out)) {
+      // Not what the maps take (a uint8 image reaching normalize, a channel
+      // count that does not fit): the transforms themselves say why. They
+      // draw no random numbers, so a fresh generator changes nothing.
+      SampleRandom random(options_.seed, static_cast<uint64_t>(epoch_),
+                          static_cast<uint64_t>(index));
+      for (size_t t = fused_from_; t < transforms_.size(); ++t) {
+        if (absl::Status status = transforms_[t]->Apply(image, random); !status.ok()) {
+          return absl::Status(status.code(), absl::StrCat("sample ", index, ": ", status.message()));
+        }
+      }
+      WriteChw(image, out);
+    }
     labels[i - begin] = sample->label;
   }
   return batch;

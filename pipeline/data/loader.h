@@ -27,6 +27,11 @@ namespace pipeline {
 // what training and validation did.
 void WriteChw(const Image& image, float* out);
 
+// The same with `maps` (ChannelMaps, in order) applied on the way, when
+// `image` is what they take (its type, and 1 or `channels` values in each);
+// false, writing nothing, when it is not.
+bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out);
+
 struct LoaderOptions {
   int batch_size = 64;
   // Threads producing batches; at least 1.
@@ -68,11 +73,17 @@ class Loader {
 
  private:
   absl::StatusOr<Batch> BuildBatch(int64_t job) const;
+  // The sample with transforms [0, end) applied.
+  absl::StatusOr<Sample> LoadSampleUpTo(int64_t index, int64_t epoch, size_t end) const;
   void WorkerLoop();
   void StopWorkers();
 
   const Dataset* dataset_;
   std::vector<const Transform*> transforms_;
+  // The trailing transforms that are ChannelMaps (to_float, normalize) run
+  // while the batch tensor is written: transforms_[fused_from_, end).
+  size_t fused_from_ = 0;
+  std::vector<ChannelMap> fused_maps_;
   LoaderOptions options_;
 
   // State of the current epoch, guarded by mutex_.

@@ -2,8 +2,11 @@
 
 #include <numeric>
 
+#include "ATen/ops/empty.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/plugin_test_util.h"
 
 namespace pipeline {
 namespace {
@@ -41,6 +44,32 @@ class Jitter : public Transform {
     image.f32.resize(image.u8.size());
     for (size_t i = 0; i < image.u8.size(); ++i) image.f32[i] = image.u8[i] + random.Uniform();
     image.u8.clear();
+    return absl::OkStatus();
+  }
+};
+
+// Sample i is a 5x4 RGB image of varied pixels.
+class ColorDataset : public CountingDataset {
+ public:
+  using CountingDataset::CountingDataset;
+  absl::StatusOr<Sample> Get(int64_t index) const override {
+    Sample sample;
+    sample.image.height = 5;
+    sample.image.width = 4;
+    sample.image.channels = 3;
+    for (int k = 0; k < 60; ++k) sample.image.u8.push_back(static_cast<uint8_t>(index * 31 + k * 37));
+    sample.label = index % 3;
+    return sample;
+  }
+};
+
+// Inverts uint8 pixels with probability 1/2.
+class RandomInvert : public Transform {
+ public:
+  absl::Status Apply(Image& image, SampleRandom& random) const override {
+    if (random.Uniform() < 0.5) {
+      for (uint8_t& v : image.u8) v = static_cast<uint8_t>(255 - v);
+    }
     return absl::OkStatus();
   }
 };
@@ -91,13 +120,59 @@ TEST(LoaderTest, OutputDoesNotDependOnTheNumberOfThreads) {
     loader.StartEpoch(2, Range(50));
     return Drain(loader);
   };
-  std::vector<Batch> one = run(1), four = run(4);
+  std::vector<Batch> one = run(1), two = run(2), four = run(4);
   ASSERT_EQ(one.size(), four.size());
-  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(one[i].images.equal(four[i].images));
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_TRUE(one[i].images.equal(two[i].images));
+    EXPECT_TRUE(one[i].images.equal(four[i].images));
+  }
   // Another epoch draws other augmentation.
   Loader loader(&dataset, {&jitter}, {.batch_size = 8, .seed = 5});
   loader.StartEpoch(3, Range(50));
   EXPECT_FALSE(Drain(loader)[0].images.equal(one[0].images));
+}
+
+// to_float and normalize at the end of the transforms run while the batch is
+// written, with the very same arithmetic as their Apply.
+TEST(LoaderTest, ChannelMapsRunInTheBatchWriteBitwiseAsTheTransforms) {
+  ColorDataset dataset(12);
+  RandomInvert invert;
+  auto to_float = testing::CreatePlugin<Transform>(R"pb(name: "to_float")pb");
+  auto normalize = testing::CreatePlugin<Transform>(R"pb(
+    name: "normalize"
+    options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: [0.485, 0.456, 0.406] std: [0.229, 0.224, 0.225] } }
+  )pb");
+  ASSERT_TRUE(to_float.ok() && normalize.ok());
+  ASSERT_TRUE((*to_float)->AsChannelMap() && (*normalize)->AsChannelMap());
+  Loader loader(&dataset, {&invert, to_float->get(), normalize->get()},
+                {.batch_size = 4, .num_workers = 2, .seed = 3});
+  loader.StartEpoch(1, Range(12));
+  std::vector<Batch> batches = Drain(loader);
+  ASSERT_EQ(batches.size(), 3u);
+  for (int64_t index = 0; index < 12; ++index) {
+    // LoadSample applies every transform on its own.
+    absl::StatusOr<Sample> sample = loader.LoadSample(index, 1);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    ASSERT_TRUE(sample->image.is_float());
+    at::Tensor expected = at::empty({3, sample->image.height, sample->image.width}, at::kFloat);
+    WriteChw(sample->image, expected.data_ptr<float>());
+    EXPECT_TRUE(batches[index / 4].images[index % 4].equal(expected)) << index;
+  }
+}
+
+TEST(LoaderTest, NormalizeOnUint8PixelsStillSaysToAddToFloat) {
+  CountingDataset dataset(4);
+  auto normalize = testing::CreatePlugin<Transform>(R"pb(
+    name: "normalize"
+    options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: 0.5 std: 0.5 } }
+  )pb");
+  ASSERT_TRUE(normalize.ok());
+  Loader loader(&dataset, {normalize->get()}, {.batch_size = 4});
+  loader.StartEpoch(0, Range(4));
+  auto batch = loader.Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_THAT(batch.status().message(), HasSubstr("put a to_float transform before it"));
 }
 
 TEST(LoaderTest, ABrokenSampleNamesItsIndexAndFile) {

@@ -1,6 +1,9 @@
 #ifndef PIPELINE_INTERFACES_TRANSFORM_H_
 #define PIPELINE_INTERFACES_TRANSFORM_H_
 
+#include <optional>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "pipeline/interfaces/image.h"
 #include "pipeline/interfaces/random.h"
@@ -11,10 +14,28 @@ namespace pipeline {
 // One step of per-sample preprocessing, applied in place. Called from several
 // loader threads at once: implementations keep no mutable state and draw all
 // randomness from `random`.
+// What a transform does when it only maps each value v of channel c through
+//   v -> (v * multiply[c] - subtract[c]) / divide[c]
+// (one value in a vector applies to every channel). The loader runs a
+// trailing run of such transforms inside the one pass that writes the batch
+// tensor, instead of one pass and one float image each; the arithmetic is
+// Apply's own, so the results are bitwise the same.
+struct ChannelMap {
+  std::vector<float> multiply = {1.0f};
+  std::vector<float> subtract = {0.0f};
+  std::vector<float> divide = {1.0f};
+  // Which images Apply takes: to_float takes uint8 only, normalize float only.
+  bool takes_uint8 = false;
+  bool takes_float = true;
+};
+
 class Transform {
  public:
   virtual ~Transform() = default;
   virtual absl::Status Apply(Image& image, SampleRandom& random) const = 0;
+  // Set only by transforms that are exactly a ChannelMap and draw no random
+  // numbers.
+  virtual std::optional<ChannelMap> AsChannelMap() const { return std::nullopt; }
 };
 
 struct TransformContext {};

@@ -64,6 +64,13 @@ class NormalizeTransform : public Transform {
     return absl::OkStatus();
   }
 
+  std::optional<ChannelMap> AsChannelMap() const override {
+    ChannelMap map;
+    map.subtract = mean_;
+    map.divide = std_;
+    return map;
+  }
+
  private:
   const std::vector<float> mean_;
   const std::vector<float> std_;

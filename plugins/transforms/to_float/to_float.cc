@@ -43,6 +43,14 @@ class ToFloatTransform : public Transform {
     return absl::OkStatus();
   }
 
+  std::optional<ChannelMap> AsChannelMap() const override {
+    ChannelMap map;
+    map.multiply = {scale_};
+    map.takes_uint8 = true;
+    map.takes_float = false;
+    return map;
+  }
+
  private:
   const float scale_;
 };
