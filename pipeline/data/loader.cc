@@ -39,21 +39,26 @@ bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, flo
     }
   }
   const size_t pixels = image.pixel_count();
+  // A chunk at a time, so every map reads what the copy just wrote from L1.
+  constexpr size_t kChunk = 1024;
   for (int c = 0; c < channels; ++c) {
-    float* plane = out + c * pixels;
-    if (image.is_float()) {
-      const float* in = image.f32.data() + c;
-      for (size_t i = 0; i < pixels; ++i) plane[i] = in[i * channels];
-    } else {
-      const uint8_t* in = image.u8.data() + c;
-      for (size_t i = 0; i < pixels; ++i) plane[i] = static_cast<float>(in[i * channels]);
-    }
-    for (const ChannelMap& map : maps) {
-      auto at = [c](const std::vector<float>& v) { return v.size() == 1 ? v[0] : v[c]; };
-      const float multiply = at(map.multiply), subtract = at(map.subtract),
-                  divide = at(map.divide);
-      // The same operations, in the same order, as the transform's Apply.
-      for (size_t i = 0; i < pixels; ++i) plane[i] = (plane[i] * multiply - subtract) / divide;
+    auto at = [c](const std::vector<float>& v) { return v.size() == 1 ? v[0] : v[c]; };
+    for (size_t begin = 0; begin < pixels; begin += kChunk) {
+      const size_t count = std::min(kChunk, pixels - begin);
+      float* chunk = out + c * pixels + begin;
+      if (image.is_float()) {
+        const float* in = image.f32.data() + begin * channels + c;
+        for (size_t i = 0; i < count; ++i) chunk[i] = in[i * channels];
+      } else {
+        const uint8_t* in = image.u8.data() + begin * channels + c;
+        for (size_t i = 0; i < count; ++i) chunk[i] = static_cast<float>(in[i * channels]);
+      }
+      for (const ChannelMap& map : maps) {
+        const float multiply = at(map.multiply), subtract = at(map.subtract),
+                    divide = at(map.divide);
+        // The same operations, in the same order, as the transform's Apply.
+        for (size_t i = 0; i < count; ++i) chunk[i] = (chunk[i] * multiply - subtract) / divide;
+      }
     }
   }
   return true;
