@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
@@ -204,7 +205,8 @@ HostileFolder MakeHostileFolder(const std::string& name) {
 }
 
 std::string Config(const fs::path& root, const std::string& output_dir,
-                   const std::string& on_bad_sample) {
+                   const std::string& on_bad_sample, const std::string& train_extra = "",
+                   const std::string& top_extra = "") {
   const std::string data = absl::StrCat(R"pb(
       dataset {
         name: "image_folder"
@@ -216,8 +218,8 @@ std::string Config(const fs::path& root, const std::string& output_dir,
                                         on_bad_sample);
   return absl::StrCat("model { name: \"small_cnn\" options { "
                       "[type.googleapis.com/pipeline.SmallCnnOptions] { width: 4 } } }\n",
-                      "train_data {", data, "}\nvalidation_data {", data, "}\n",
-                      "trainer { batch_size: 4 epochs: 2 threads: 1 seed: 3 }\n",
+                      "train_data {", data, train_extra, "}\nvalidation_data {", data, "}\n",
+                      "trainer { batch_size: 4 epochs: 2 threads: 1 seed: 3 }\n", top_extra,
                       "output_dir: \"", output_dir, "\"\n");
 }
 
@@ -306,6 +308,55 @@ TEST(HostileDataTest, SkipTrainsToTheEndAndNamesEverySkippedFile) {
                                        ",\"train_skipped\":", bad,
                                        ",\"validation_skipped\":", bad, "}")));
   }
+}
+
+TEST(HostileDataTest, SkipUnderDdpKeepsTheRanksInStep) {
+  const HostileFolder folder = MakeHostileFolder("hostile_ddp");
+  const std::string output_dir = (fs::path(::testing::TempDir()) / "hostile_ddp_out").string();
+  Result result = RunTrain(
+      "--config=" +
+      WriteConfig("hostile_ddp.textproto",
+                  Config(folder.root, output_dir, "on_bad_sample: SKIP",
+                         " sampler { name: \"distributed\" }",
+                         "strategy { name: \"ddp\" options { "
+                         "[type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 2 } } }\n")));
+  // Each rank replaces the bad samples of its own shard, so both take the
+  // same steps (a rank short of batches would leave the other waiting in
+  // an all-reduce until the timeout).
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const int bad = static_cast<int>(folder.bad.size());
+  const int total = folder.good + bad;
+  // The distributed sampler pads the shards to equal size from the start of
+  // the epoch's order, so one bad sample may be taken twice.
+  int64_t train_skipped = -1;
+  for (absl::string_view line : absl::StrSplit(result.output, '\n')) {
+    // Rank 0's lines, as "[rank 0] ..." from the launcher.
+    constexpr absl::string_view kPrefix = "[rank 0] epoch 1/2: train_data: skipped ";
+    if (absl::StartsWith(line, kPrefix)) {
+      ASSERT_TRUE(absl::SimpleAtoi(line.substr(kPrefix.size(), line.find(' ', kPrefix.size()) -
+                                                                   kPrefix.size()),
+                                   &train_skipped))
+          << line;
+    }
+  }
+  EXPECT_GE(train_skipped, bad) << result.output;
+  EXPECT_LE(train_skipped, bad + total % 2) << result.output;
+  // Validation is split without padding: every bad sample is left out once,
+  // every good one counted once, over both ranks.
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat("epoch 2/2: validation_data: skipped ", bad, " samples")))
+      << result.output;
+  EXPECT_THAT(result.output, HasSubstr(absl::StrCat("(", folder.good, " samples)")));
+  EXPECT_THAT(result.output,
+              HasSubstr("[rank 0]   (the count is all 2 processes'; the files listed are this "
+                        "process's share)"));
+  // The bad_samples event is rank 0's alone, with the job-wide counts.
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat("\n{\"event\":\"bad_samples\",\"epoch\":2,\"train_skipped\":",
+                                     train_skipped)));
+  // 2 epochs of ceil(ceil(total / 2) / 4) steps.
+  EXPECT_THAT(result.output, HasSubstr("\"steps\":" + std::to_string(2 * (((total + 1) / 2 + 3) / 4))))
+      << result.output;
 }
 
 TEST(HostileDataTest, FailStopsAtTheFirstBadFileAndNamesIt) {

@@ -60,11 +60,16 @@ std::vector<std::string> BadSampleReport::Summary() const {
                                    Plural(tally.epochs, "epoch")));
       continue;
     }
+    const std::string distinct =
+        Plural(static_cast<int64_t>(tally.distinct.size()), "different sample");
     lines.push_back(absl::StrCat(
         "bad samples: ", split, ": skipped ", tally.skipped, " times in ",
-        Plural(tally.epochs, "epoch"), ", ", Plural(static_cast<int64_t>(tally.distinct.size()),
-                                                    "different sample"),
-        tally.world_size > 1 ? " in this process's share" : "", "; fix or remove these files:"));
+        Plural(tally.epochs, "epoch"),
+        tally.world_size > 1
+            ? absl::StrCat(" by all ", tally.world_size, " processes; ", distinct,
+                           " in this process's share")
+            : absl::StrCat(", ", distinct),
+        "; fix or remove these files:"));
     for (const std::string& error : tally.first_errors) lines.push_back("  " + error);
     if (tally.distinct.size() > tally.first_errors.size()) {
       lines.push_back(More(static_cast<int64_t>(tally.distinct.size()), tally.first_errors.size()));

@@ -53,8 +53,8 @@ TEST(BadSampleReportTest, LongListsAreCut) {
   std::vector<std::string> summary = report.Summary();
   ASSERT_EQ(summary.size(), 1 + 20 + 1u);
   EXPECT_EQ(summary[0],
-            "bad samples: validation_data: skipped 50 times in 1 epoch, 25 different samples in "
-            "this process's share; fix or remove these files:");
+            "bad samples: validation_data: skipped 50 times in 1 epoch by all 2 processes; 25 "
+            "different samples in this process's share; fix or remove these files:");
   EXPECT_EQ(summary[21], "  ... and 5 more");
 }
 
