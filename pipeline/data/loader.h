@@ -37,7 +37,10 @@ enum class BadSamplePolicy {
   // The sample is replaced by the next one in the epoch's order (wrapping
   // around) that loads: batches stay full, so every process still takes the
   // same number of steps, and the choice depends only on the order, never
-  // on which thread got there first. For training.
+  // on which thread got there first. For training. (A run resumed inside an
+  // epoch is given only the rest of that epoch's order, so a replacement
+  // that has to wrap around to its start can differ from the one an
+  // uninterrupted run would have made.)
   kReplace,
   // The sample is left out and its batch is smaller; a batch with no good
   // sample at all is passed over. For evaluation, where a replacement would
