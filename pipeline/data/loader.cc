@@ -6,6 +6,21 @@
 #include "absl/strings/str_cat.h"
 
 namespace pipeline {
+namespace {
+
+absl::Status NamedSampleError(int64_t index, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat("sample ", index, ": ", status.message()));
+}
+
+absl::Status NothingLoads(int64_t samples, const absl::Status& first_error) {
+  return absl::Status(first_error.code(),
+                      absl::StrCat("every one of the ", samples,
+                                   " samples failed to load, so on_bad_sample: SKIP has none to "
+                                   "use instead; the first: ",
+                                   first_error.message()));
+}
+
+}  // namespace
 
 void WriteChw(const Image& image, float* out) {
   const size_t pixels = image.pixel_count();
@@ -23,11 +38,7 @@ void WriteChw(const Image& image, float* out) {
   }
 }
 
-bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
-  if (maps.empty()) {
-    WriteChw(image, out);
-    return true;
-  }
+bool FitsChannelMaps(const Image& image, const std::vector<ChannelMap>& maps) {
   const int channels = image.channels;
   for (size_t m = 0; m < maps.size(); ++m) {
     const ChannelMap& map = maps[m];
@@ -38,6 +49,16 @@ bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, flo
       if (values->size() != 1 && static_cast<int>(values->size()) != channels) return false;
     }
   }
+  return true;
+}
+
+bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
+  if (maps.empty()) {
+    WriteChw(image, out);
+    return true;
+  }
+  if (!FitsChannelMaps(image, maps)) return false;
+  const int channels = image.channels;
   const size_t pixels = image.pixel_count();
   // A chunk at a time, so every map reads what the copy just wrote from L1.
   constexpr size_t kChunk = 1024;
@@ -104,6 +125,12 @@ void Loader::StartEpoch(int64_t epoch, std::vector<int64_t> indices) {
     next_job_ = 0;
     consumed_ = 0;
     ready_.clear();
+    skipped_ = SkippedSamples();
+  }
+  {
+    // A transform may reject a sample in one epoch's augmentation only.
+    std::lock_guard<std::mutex> lock(bad_mutex_);
+    known_bad_.clear();
   }
   for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
@@ -132,15 +159,64 @@ void Loader::WorkerLoop() {
 }
 
 absl::StatusOr<std::optional<Batch>> Loader::Next() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (consumed_ >= num_jobs_) return std::nullopt;
-  changed_.wait(lock, [&] { return ready_.count(consumed_) > 0; });
-  auto node = ready_.extract(consumed_);
-  ++consumed_;
-  lock.unlock();
-  changed_.notify_all();
-  if (!node.mapped().ok()) return node.mapped().status();
-  return std::optional<Batch>(std::move(node.mapped()).value());
+  while (true) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (consumed_ >= num_jobs_) return std::nullopt;
+    changed_.wait(lock, [&] { return ready_.count(consumed_) > 0; });
+    auto node = ready_.extract(consumed_);
+    ++consumed_;
+    lock.unlock();
+    changed_.notify_all();
+    if (!node.mapped().ok()) return node.mapped().status();
+    Batch batch = std::move(node.mapped()).value();
+    // Counted here, as batches are taken, so the report covers exactly what
+    // was trained on, not what the workers happened to prefetch.
+    skipped_.count += static_cast<int64_t>(batch.skipped.size());
+    for (SkippedSample& sample : batch.skipped) {
+      skipped_.indices.push_back(sample.index);
+      if (skipped_.first.size() < SkippedSamples::kMaxListed) {
+        skipped_.first.push_back(std::move(sample));
+      }
+    }
+    if (batch.labels.size(0) == 0) continue;  // kDrop, and nothing in it loaded
+    return std::optional<Batch>(std::move(batch));
+  }
+}
+
+bool Loader::IsKnownBad(int64_t index) const {
+  std::lock_guard<std::mutex> lock(bad_mutex_);
+  return known_bad_.count(index) > 0;
+}
+
+void Loader::MarkBad(int64_t index) const {
+  std::lock_guard<std::mutex> lock(bad_mutex_);
+  known_bad_.insert(index);
+}
+
+absl::StatusOr<Sample> Loader::LoadReplacement(int64_t position, const absl::Status& error,
+                                               bool* mapped_in_write) const {
+  const int64_t n = static_cast<int64_t>(indices_.size());
+  for (int64_t step = 1; step < n; ++step) {
+    const int64_t index = indices_[(position + step) % n];
+    if (IsKnownBad(index)) continue;
+    absl::StatusOr<Sample> sample = LoadForBatch(index, mapped_in_write);
+    if (sample.ok()) return sample;
+    MarkBad(index);
+  }
+  return NothingLoads(n, error);
+}
+
+absl::StatusOr<Sample> Loader::FirstSample(int64_t epoch) const {
+  if (dataset_->size() == 0) return absl::OutOfRangeError("the dataset holds no samples");
+  absl::Status first_error;
+  for (int64_t index = 0; index < dataset_->size(); ++index) {
+    absl::StatusOr<Sample> sample = LoadSample(index, epoch);
+    if (sample.ok()) return sample;
+    const absl::Status error = NamedSampleError(index, sample.status());
+    if (options_.on_bad_sample == BadSamplePolicy::kFail) return error;
+    if (first_error.ok()) first_error = error;
+  }
+  return NothingLoads(dataset_->size(), first_error);
 }
 
 absl::StatusOr<Sample> Loader::LoadSample(int64_t index, int64_t epoch) const {
@@ -160,6 +236,23 @@ absl::StatusOr<Sample> Loader::LoadSampleUpTo(int64_t index, int64_t epoch, size
   return sample;
 }
 
+absl::StatusOr<Sample> Loader::LoadForBatch(int64_t index, bool* mapped_in_write) const {
+  absl::StatusOr<Sample> sample = LoadSampleUpTo(index, epoch_, fused_from_);
+  if (!sample.ok()) return sample;
+  *mapped_in_write = FitsChannelMaps(sample->image, fused_maps_);
+  if (*mapped_in_write) return sample;
+  // Not what the maps take (a uint8 image reaching normalize, a channel
+  // count that does not fit): the transforms themselves run, and say why.
+  // They draw no random numbers, so a fresh generator changes nothing.
+  SampleRandom random(options_.seed, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(index));
+  for (size_t t = fused_from_; t < transforms_.size(); ++t) {
+    if (absl::Status status = transforms_[t]->Apply(sample->image, random); !status.ok()) {
+      return status;
+    }
+  }
+  return sample;
+}
+
 absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
   // indices_ and epoch_ do not change while workers run.
   const int64_t begin = job * options_.batch_size;
@@ -169,39 +262,46 @@ absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
   batch.labels = at::empty({end - begin}, at::kLong);
   int64_t* labels = batch.labels.data_ptr<int64_t>();
   std::string batch_shape;
+  int64_t first_index = -1;  // the sample in row 0, for the size-mismatch message
+  int64_t row = 0;
   for (int64_t i = begin; i < end; ++i) {
-    const int64_t index = indices_[i];
-    absl::StatusOr<Sample> sample = LoadSampleUpTo(index, epoch_, fused_from_);
+    int64_t index = indices_[i];
+    bool mapped_in_write = false;
+    absl::StatusOr<Sample> sample = LoadForBatch(index, &mapped_in_write);
     if (!sample.ok()) {
-      return absl::Status(sample.status().code(),
-                          absl::StrCat("sample ", index, ": ", sample.status().message()));
+      const absl::Status error = NamedSampleError(index, sample.status());
+      if (options_.on_bad_sample == BadSamplePolicy::kFail) return error;
+      MarkBad(index);
+      batch.skipped.push_back({index, std::string(error.message())});
+      if (options_.on_bad_sample == BadSamplePolicy::kDrop) continue;
+      sample = LoadReplacement(i, error, &mapped_in_write);
+      if (!sample.ok()) return sample.status();
     }
-    Image& image = sample->image;
-    if (i == begin) {
+    const Image& image = sample->image;
+    if (row == 0) {
       batch_shape = image.ShapeString();
+      first_index = index;
       batch.images = at::empty({end - begin, image.channels, image.height, image.width}, at::kFloat);
     } else if (image.ShapeString() != batch_shape) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sample ", index, " is ", image.ShapeString(), " (HxWxC) after its transforms but sample ",
-          indices_[begin], " of the same batch is ", batch_shape,
+          first_index, " of the same batch is ", batch_shape,
           "; add a resize and center_crop (or random_resized_crop) transform so every image "
           "has one size"));
     }
-    float* out = batch.images.data_ptr<float>() + (i - begin) * batch.images.stride(0);
-    if (!WriteChwMapped(image, fused_maps_, out)) {
-      // Not what the maps take (a uint8 image reaching normalize, a channel
-      // count that does not fit): the transforms themselves say why. They
-      // draw no random numbers, so a fresh generator changes nothing.
-      SampleRandom random(options_.seed, static_cast<uint64_t>(epoch_),
-                          static_cast<uint64_t>(index));
-      for (size_t t = fused_from_; t < transforms_.size(); ++t) {
-        if (absl::Status status = transforms_[t]->Apply(image, random); !status.ok()) {
-          return absl::Status(status.code(), absl::StrCat("sample ", index, ": ", status.message()));
-        }
-      }
+    float* out = batch.images.data_ptr<float>() + row * batch.images.stride(0);
+    if (mapped_in_write) {
+      WriteChwMapped(image, fused_maps_, out);
+    } else {
       WriteChw(image, out);
     }
-    labels[i - begin] = sample->label;
+    labels[row] = sample->label;
+    ++row;
+  }
+  if (row < end - begin) {
+    // Dropped samples: the batch is the rows that loaded.
+    batch.labels = batch.labels.narrow(0, 0, row);
+    if (row > 0) batch.images = batch.images.narrow(0, 0, row);
   }
   return batch;
 }

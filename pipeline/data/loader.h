@@ -11,7 +11,9 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "ATen/core/Tensor.h"
@@ -31,6 +33,42 @@ void WriteChw(const Image& image, float* out);
 // `image` is what they take (its type, and 1 or `channels` values in each);
 // false, writing nothing, when it is not.
 bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out);
+// Whether WriteChwMapped takes `image`.
+bool FitsChannelMaps(const Image& image, const std::vector<ChannelMap>& maps);
+// What the loader does with a sample that fails to load: its file is
+// missing, unreadable or not a decodable image, or a transform rejects it.
+enum class BadSamplePolicy {
+  // The batch fails with the sample's error, which names the file.
+  kFail,
+  // The sample is replaced by the next one in the epoch's order (wrapping
+  // around) that loads: batches stay full, so every process still takes the
+  // same number of steps, and the choice depends only on the order, never
+  // on which thread got there first. For training. (A run resumed inside an
+  // epoch is given only the rest of that epoch's order, so a replacement
+  // that has to wrap around to its start can differ from the one an
+  // uninterrupted run would have made.)
+  kReplace,
+  // The sample is left out and its batch is smaller; a batch with no good
+  // sample at all is passed over. For evaluation, where a replacement would
+  // count another sample twice.
+  kDrop,
+};
+
+// A sample that failed to load and was replaced or dropped.
+struct SkippedSample {
+  int64_t index = 0;
+  std::string error;  // "sample <index>: <the dataset's message, naming the file>"
+};
+
+// The skipped samples of the batches Next() has handed out this epoch.
+struct SkippedSamples {
+  // The list is bounded: a folder of a million broken files must not turn
+  // into a million log lines or that much memory.
+  static constexpr size_t kMaxListed = 20;
+  int64_t count = 0;
+  std::vector<int64_t> indices;      // all of them, in batch order
+  std::vector<SkippedSample> first;  // the first kMaxListed, with their errors
+};
 
 struct LoaderOptions {
   int batch_size = 64;
@@ -44,11 +82,14 @@ struct LoaderOptions {
   // Dataset label -> label the model is trained with (validation classes are
   // mapped onto the training classes by name). Empty = unchanged.
   std::vector<int64_t> label_map;
+  BadSamplePolicy on_bad_sample = BadSamplePolicy::kFail;
 };
 
 struct Batch {
   at::Tensor images;  // N x C x H x W, float32
   at::Tensor labels;  // N, int64
+  // Positions of this batch whose sample failed (replaced or dropped).
+  std::vector<SkippedSample> skipped;
 };
 
 class Loader {
@@ -71,10 +112,29 @@ class Loader {
   // One sample, read and transformed as it would be in `epoch`.
   absl::StatusOr<Sample> LoadSample(int64_t index, int64_t epoch) const;
 
+  // The dataset's first sample as it would be in `epoch`, or, unless bad
+  // samples fail the run, the first one that loads; an error names the
+  // sample ("sample 0: ..."). Tells the trainer what the model's input is.
+  absl::StatusOr<Sample> FirstSample(int64_t epoch) const;
+
+  // Samples skipped in the batches taken so far this epoch. Read it on the
+  // thread that calls Next().
+  const SkippedSamples& skipped() const { return skipped_; }
+
  private:
   absl::StatusOr<Batch> BuildBatch(int64_t job) const;
   // The sample with transforms [0, end) applied.
   absl::StatusOr<Sample> LoadSampleUpTo(int64_t index, int64_t epoch, size_t end) const;
+  // Under kReplace: the sample that stands in for position `position` of
+  // this epoch's order, whose own sample failed with `error`.
+  absl::StatusOr<Sample> LoadReplacement(int64_t position, const absl::Status& error,
+                                         bool* mapped_in_write) const;
+  // The sample as BuildBatch writes it: every transform before the fused
+  // ChannelMaps applied, and the maps too when the image is not what they
+  // take (*mapped_in_write = false), so their own errors surface.
+  absl::StatusOr<Sample> LoadForBatch(int64_t index, bool* mapped_in_write) const;
+  bool IsKnownBad(int64_t index) const;
+  void MarkBad(int64_t index) const;
   void WorkerLoop();
   void StopWorkers();
 
@@ -97,6 +157,15 @@ class Loader {
   bool stop_ = false;
   std::map<int64_t, absl::StatusOr<Batch>> ready_;
   std::vector<std::thread> workers_;
+
+  // Samples of this epoch known to fail, so that a run of broken files is
+  // not decoded again for every position that looks past it. Only a
+  // shortcut: a sample in it would fail again anyway, so which worker filled
+  // it first does not change any batch.
+  mutable std::mutex bad_mutex_;
+  mutable std::unordered_set<int64_t> known_bad_;
+
+  SkippedSamples skipped_;  // the consumer's: written by Next() only
 };
 
 }  // namespace pipeline

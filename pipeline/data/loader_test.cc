@@ -1,27 +1,34 @@
 #include "pipeline/data/loader.h"
 
+#include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <set>
 
 #include "ATen/ops/empty.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "absl/strings/str_cat.h"
 
 namespace pipeline {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// Sample i is a 2x3x1 image whose pixels all equal i; index `broken` fails and
-// `odd` comes out 3x3.
+// Sample i is a 2x3x1 image whose pixels all equal i; the indices in `broken`
+// fail (as "<i>.jpg") and `odd` comes out 3x3.
 class CountingDataset : public Dataset {
  public:
-  CountingDataset(int64_t size, int64_t broken = -1, int64_t odd = -1)
-      : size_(size), broken_(broken), odd_(odd) {}
+  CountingDataset(int64_t size, std::set<int64_t> broken = {}, int64_t odd = -1)
+      : size_(size), broken_(std::move(broken)), odd_(odd) {}
   int64_t size() const override { return size_; }
   absl::StatusOr<Sample> Get(int64_t index) const override {
-    if (index == broken_) return absl::DataLossError("cat.jpg: truncated JPEG");
+    if (broken_.count(index) > 0) {
+      return absl::DataLossError(absl::StrCat(index, ".jpg: truncated JPEG"));
+    }
     Sample sample;
     sample.image.height = index == odd_ ? 3 : 2;
     sample.image.width = 3;
@@ -33,7 +40,9 @@ class CountingDataset : public Dataset {
   const std::vector<std::string>& class_names() const override { return names_; }
 
  private:
-  int64_t size_, broken_, odd_;
+  int64_t size_;
+  std::set<int64_t> broken_;
+  int64_t odd_;
   std::vector<std::string> names_{"a", "b", "c"};
 };
 
@@ -176,17 +185,17 @@ TEST(LoaderTest, NormalizeOnUint8PixelsStillSaysToAddToFloat) {
 }
 
 TEST(LoaderTest, ABrokenSampleNamesItsIndexAndFile) {
-  CountingDataset dataset(10, /*broken=*/6);
+  CountingDataset dataset(10, /*broken=*/{6});
   Loader loader(&dataset, {}, {.batch_size = 4, .num_workers = 2});
   loader.StartEpoch(0, Range(10));
   ASSERT_TRUE(loader.Next().ok());
   auto batch = loader.Next();
   ASSERT_FALSE(batch.ok());
-  EXPECT_EQ(batch.status().message(), "sample 6: cat.jpg: truncated JPEG");
+  EXPECT_EQ(batch.status().message(), "sample 6: 6.jpg: truncated JPEG");
 }
 
 TEST(LoaderTest, MixedImageSizesInABatchSayWhichTransformToAdd) {
-  CountingDataset dataset(4, -1, /*odd=*/2);
+  CountingDataset dataset(4, {}, /*odd=*/2);
   Loader loader(&dataset, {}, {.batch_size = 4});
   loader.StartEpoch(0, Range(4));
   auto batch = loader.Next();
@@ -205,6 +214,127 @@ TEST(LoaderTest, LabelMapAndRestartingAnEpoch) {
   ASSERT_EQ(batches.size(), 1u);
   EXPECT_EQ(batches[0].labels[0].item<int64_t>(), 2);
   EXPECT_EQ(batches[0].labels[1].item<int64_t>(), 0);
+}
+
+// The sample each row of `batch` holds (its pixels equal its index).
+std::vector<int64_t> Rows(const Batch& batch) {
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < batch.images.size(0); ++i) {
+    rows.push_back(std::lround(batch.images[i][0][0][0].item<float>() * 255.0f));
+  }
+  return rows;
+}
+
+std::vector<int64_t> SkippedIndices(const SkippedSamples& skipped) {
+  std::vector<int64_t> indices;
+  for (const SkippedSample& sample : skipped.first) indices.push_back(sample.index);
+  return indices;
+}
+
+TEST(LoaderTest, ReplaceFillsTheBatchWithTheNextSampleThatLoads) {
+  CountingDataset dataset(10, /*broken=*/{2, 3, 9});
+  Loader loader(&dataset, {},
+                {.batch_size = 4, .num_workers = 2, .on_bad_sample = BadSamplePolicy::kReplace});
+  loader.StartEpoch(0, Range(10));
+  std::vector<Batch> batches = Drain(loader);
+  ASSERT_EQ(batches.size(), 3u);
+  // 2 and 3 become 4 (the next good one); 9, the last, wraps around to 0.
+  EXPECT_THAT(Rows(batches[0]), ElementsAre(0, 1, 4, 4));
+  EXPECT_THAT(Rows(batches[1]), ElementsAre(4, 5, 6, 7));
+  EXPECT_THAT(Rows(batches[2]), ElementsAre(8, 0));
+  EXPECT_EQ(batches[0].labels[2].item<int64_t>(), 4 % 3);  // the label comes along
+  EXPECT_EQ(loader.skipped().count, 3);
+  EXPECT_THAT(SkippedIndices(loader.skipped()), ElementsAre(2, 3, 9));
+  EXPECT_EQ(loader.skipped().first[2].error, "sample 9: 9.jpg: truncated JPEG");
+  // A new epoch starts a new count.
+  loader.StartEpoch(1, {0, 1, 2});
+  EXPECT_EQ(loader.skipped().count, 0);
+  Drain(loader);
+  EXPECT_EQ(loader.skipped().count, 1);
+}
+
+TEST(LoaderTest, ReplacementDoesNotDependOnTheNumberOfThreads) {
+  std::set<int64_t> broken;
+  for (int64_t i = 0; i < 200; i += 7) broken.insert(i);
+  for (int64_t i = 100; i < 130; ++i) broken.insert(i);  // a run longer than a batch
+  CountingDataset dataset(200, broken);
+  Jitter jitter;
+  std::vector<int64_t> order = Range(200);
+  std::reverse(order.begin(), order.begin() + 100);
+  auto run = [&](int workers, std::vector<int64_t>* skipped) {
+    Loader loader(&dataset, {&jitter},
+                  {.batch_size = 8, .num_workers = workers, .prefetch_batches = 3, .seed = 5,
+                   .on_bad_sample = BadSamplePolicy::kReplace});
+    loader.StartEpoch(2, order);
+    std::vector<Batch> batches = Drain(loader);
+    *skipped = SkippedIndices(loader.skipped());
+    skipped->push_back(loader.skipped().count);
+    return batches;
+  };
+  std::vector<int64_t> skipped_one, skipped_four;
+  std::vector<Batch> one = run(1, &skipped_one), four = run(4, &skipped_four);
+  ASSERT_EQ(one.size(), 25u);
+  ASSERT_EQ(four.size(), 25u);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].images.size(0), 8);
+    EXPECT_TRUE(one[i].images.equal(four[i].images)) << "batch " << i;
+    EXPECT_TRUE(one[i].labels.equal(four[i].labels)) << "batch " << i;
+  }
+  EXPECT_EQ(skipped_one, skipped_four);
+  EXPECT_EQ(skipped_one.back(), static_cast<int64_t>(broken.size()));
+}
+
+TEST(LoaderTest, DropLeavesTheSampleOutAndPassesOverAnEmptyBatch) {
+  CountingDataset dataset(10, /*broken=*/{0, 1, 2, 3, 9});
+  Loader loader(&dataset, {}, {.batch_size = 4, .on_bad_sample = BadSamplePolicy::kDrop});
+  loader.StartEpoch(0, Range(10));
+  std::vector<Batch> batches = Drain(loader);
+  // Batch 0 held only broken samples.
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_THAT(Rows(batches[0]), ElementsAre(4, 5, 6, 7));
+  EXPECT_THAT(Rows(batches[1]), ElementsAre(8));
+  EXPECT_EQ(batches[1].labels.size(0), 1);
+  EXPECT_EQ(loader.skipped().count, 5);
+  EXPECT_THAT(SkippedIndices(loader.skipped()), ElementsAre(0, 1, 2, 3, 9));
+}
+
+TEST(LoaderTest, WhenNothingLoadsReplaceFailsInsteadOfLooping) {
+  CountingDataset dataset(5, /*broken=*/{0, 1, 2, 3, 4});
+  Loader loader(&dataset, {},
+                {.batch_size = 2, .num_workers = 2, .on_bad_sample = BadSamplePolicy::kReplace});
+  const std::string expected =
+      "every one of the 5 samples failed to load, so on_bad_sample: SKIP has none to use "
+      "instead; the first: sample 0: 0.jpg: truncated JPEG";
+  EXPECT_EQ(loader.FirstSample(0).status().message(), expected);
+  loader.StartEpoch(0, Range(5));
+  auto batch = loader.Next();
+  ASSERT_FALSE(batch.ok());
+  EXPECT_EQ(batch.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(batch.status().message(), expected);
+}
+
+TEST(LoaderTest, FirstSampleFollowsThePolicy) {
+  CountingDataset dataset(5, /*broken=*/{0, 1});
+  Loader failing(&dataset, {}, {});
+  EXPECT_EQ(failing.FirstSample(0).status().message(), "sample 0: 0.jpg: truncated JPEG");
+  Loader replacing(&dataset, {}, {.on_bad_sample = BadSamplePolicy::kReplace});
+  auto sample = replacing.FirstSample(0);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  EXPECT_EQ(sample->image.u8[0], 2);
+}
+
+TEST(LoaderTest, TheListOfSkippedSamplesIsBounded) {
+  std::set<int64_t> broken;
+  for (int64_t i = 0; i < 50; ++i) broken.insert(i);
+  CountingDataset dataset(100, broken);
+  Loader loader(&dataset, {},
+                {.batch_size = 10, .num_workers = 2, .on_bad_sample = BadSamplePolicy::kReplace});
+  loader.StartEpoch(0, Range(100));
+  EXPECT_EQ(Drain(loader).size(), 10u);
+  EXPECT_EQ(loader.skipped().count, 50);
+  ASSERT_EQ(loader.skipped().first.size(), SkippedSamples::kMaxListed);
+  EXPECT_EQ(loader.skipped().first.front().index, 0);
+  EXPECT_EQ(loader.skipped().first.back().index, 19);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "pipeline/metrics/curves_svg.h"
 #include "pipeline/metrics/event_file_writer.h"
 #include "pipeline/metrics/step_profile.h"
+#include "pipeline/trainer/bad_sample_report.h"
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/util/status_macros.h"
@@ -106,6 +107,9 @@ absl::StatusOr<DataPipeline> BuildData(const std::string& path, const std::strin
   loader_options.drop_last = config.drop_last();
   loader_options.seed = seed;
   loader_options.label_map = std::move(label_map);
+  if (config.on_bad_sample() == DataConfig::SKIP) {
+    loader_options.on_bad_sample = training ? BadSamplePolicy::kReplace : BadSamplePolicy::kDrop;
+  }
   data.loader = std::make_unique<Loader>(data.dataset.get(), transforms, loader_options);
   return data;
 }
@@ -331,6 +335,43 @@ void SetRandomState(const at::Tensor& state) {
   generator.set_state(state);
 }
 
+// After each epoch under on_bad_sample: SKIP: the samples skipped in it, in
+// the log and as an event. Every process calls it (the count is summed
+// across them); `validation` is null when the epoch had no validation pass.
+absl::Status ReportBadSamples(int64_t epoch, int64_t epochs, const PipelineConfig& config,
+                              Strategy& strategy, const Loader& train, const Loader* validation,
+                              ProgressPrinter& progress, std::ostream* events,
+                              BadSampleReport& report) {
+  const bool train_skips = config.train_data().on_bad_sample() == DataConfig::SKIP;
+  const bool validation_skips =
+      validation != nullptr && config.validation_data().on_bad_sample() == DataConfig::SKIP;
+  if (!train_skips && !validation_skips) return absl::OkStatus();
+  std::vector<double> counts = {static_cast<double>(train.skipped().count),
+                                validation ? static_cast<double>(validation->skipped().count) : 0};
+  RETURN_IF_ERROR(strategy.SumAcrossProcesses(counts));
+  std::vector<std::string> lines;
+  if (train_skips) {
+    lines = report.EndEpoch(epoch, epochs, "train_data", static_cast<int64_t>(counts[0]),
+                            train.skipped(), strategy.world_size());
+  }
+  if (validation_skips) {
+    for (std::string& line :
+         report.EndEpoch(epoch, epochs, "validation_data", static_cast<int64_t>(counts[1]),
+                         validation->skipped(), strategy.world_size())) {
+      lines.push_back(std::move(line));
+    }
+  }
+  for (const std::string& line : lines) progress.Line(line, /*transient=*/false);
+  if (events) {
+    *events << absl::StrFormat(
+                   "{\"event\":\"bad_samples\",\"epoch\":%d,\"train_skipped\":%d,"
+                   "\"validation_skipped\":%d}\n",
+                   epoch + 1, static_cast<int64_t>(counts[0]), static_cast<int64_t>(counts[1]))
+            << std::flush;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOptions& options) {
@@ -367,10 +408,10 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   }
 
   // A transformed training sample tells the model its input channels.
-  auto first = train.loader->LoadSample(0, 0);
+  auto first = train.loader->FirstSample(0);
   if (!first.ok()) {
     return absl::Status(first.status().code(),
-                        absl::StrCat("train_data: sample 0: ", first.status().message()));
+                        absl::StrCat("train_data: ", first.status().message()));
   }
   ModelContext model_context{static_cast<int64_t>(classes.size()), first->image.channels};
   model_context.log = log;
@@ -522,6 +563,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   };
   double train_seconds = 0;
   int64_t train_images = 0;
+  BadSampleReport bad_samples;
   model->train();
   for (int64_t epoch = resume ? resume->checkpoint.contents.epoch : 0; epoch < epochs; ++epoch) {
     const Clock::time_point epoch_start = Clock::now();
@@ -673,6 +715,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                                   100.0 * summary.train_accuracy, validation_text,
                                   epoch_images / std::max(epoch_seconds, 1e-9)),
                   /*transient=*/false);
+    RETURN_IF_ERROR(ReportBadSamples(epoch, epochs, config, *strategy, *train.loader,
+                                     validation_text.empty() ? nullptr : validation->loader.get(),
+                                     progress, events, bad_samples));
     const std::string epoch_event = absl::StrFormat(
         "{\"event\":\"epoch\",\"epoch\":%d,\"step\":%d,\"train_loss\":%.6f,\"train_acc\":%.6f,"
         "\"val_loss\":%.6f,\"val_acc\":%.6f,\"validated\":%s,\"lr\":%.6g,\"seconds\":%.3f}",
@@ -722,6 +767,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     }
     summary.epochs = epoch + 1;
   }
+  for (const std::string& line : bad_samples.Summary()) progress.Line(line, /*transient=*/false);
+  summary.skipped_samples = bad_samples.total();
   summary.steps = step;
   summary.images_per_sec = train_images / std::max(train_seconds, 1e-9);
   summary.wall_seconds = SecondsSince(run_start);

@@ -24,6 +24,9 @@ struct TrainSummary {
   double val_accuracy = 0;
   double images_per_sec = 0;  // training images over training time, all processes
   double wall_seconds = 0;
+  // Samples that failed to load and were skipped (on_bad_sample: SKIP), all
+  // processes, all epochs.
+  int64_t skipped_samples = 0;
 };
 
 struct RunOptions {

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 
 namespace pipeline {
 namespace {
@@ -44,6 +45,31 @@ std::string DescribeStart(const std::string& bytes) {
     hex.push_back(absl::StrCat(absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2)));
   }
   return absl::StrCat("starts with bytes ", absl::StrJoin(hex, " "));
+}
+
+// Formats that show up in scraped image folders under a .jpg or .png name.
+// Naming them tells the user to convert the file, where "unknown format"
+// would send them looking for corruption.
+const char* OtherImageFormat(const std::string& bytes) {
+  auto at = [&](size_t offset, absl::string_view text) {
+    return bytes.size() >= offset + text.size() &&
+           absl::string_view(bytes).substr(offset, text.size()) == text;
+  };
+  if (at(0, "GIF87a") || at(0, "GIF89a")) return "GIF";
+  if (at(0, "RIFF") && at(8, "WEBP")) return "WebP";
+  if (at(0, absl::string_view("II*\0", 4)) || at(0, absl::string_view("MM\0*", 4))) return "TIFF";
+  if (at(4, "ftypavif") || at(4, "ftypavis")) return "AVIF";
+  if (at(4, "ftypheic") || at(4, "ftypheix") || at(4, "ftypmif1")) return "HEIF";
+  // "BM" alone starts too much text; the DIB header size pins it down.
+  if (at(0, "BM") && bytes.size() >= 18) {
+    const uint32_t dib = uint32_t{Data(bytes)[14]} | uint32_t{Data(bytes)[15]} << 8 |
+                         uint32_t{Data(bytes)[16]} << 16 | uint32_t{Data(bytes)[17]} << 24;
+    if (dib == 12 || dib == 40 || dib == 52 || dib == 56 || dib == 64 || dib == 108 ||
+        dib == 124) {
+      return "BMP";
+    }
+  }
+  return nullptr;
 }
 
 absl::Status CheckDimensions(int64_t width, int64_t height, const std::string& path) {
@@ -401,6 +427,12 @@ absl::StatusOr<Image> DecodeImage(const std::string& bytes, const std::string& p
   }
   if (StartsWith(bytes, kJpegMagic)) return DecodeJpeg(bytes, path_for_errors, options);
   if (StartsWith(bytes, kPngMagic)) return DecodePng(bytes, path_for_errors, options);
+  if (const char* format = OtherImageFormat(bytes); format != nullptr) {
+    return absl::UnimplementedError(absl::StrCat(
+        path_for_errors, ": ", format, " image (whatever its name says), which is not supported; supported "
+        "formats: JPEG, PNG. Convert it (e.g. ImageMagick's `convert in.gif out.png`) or "
+        "remove it"));
+  }
   return absl::InvalidArgumentError(absl::StrCat(path_for_errors, ": unknown image format (",
                                                  DescribeStart(bytes),
                                                  "); supported formats: JPEG, PNG"));

@@ -35,6 +35,11 @@ struct DecodeOptions {
 // corrupt or hostile header cannot ask for gigabytes.
 inline constexpr int kMaxImageSide = 32768;
 inline constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+// Larger files are refused before they are read: a file is read whole
+// before it is decoded, and no JPEG or PNG within the pixel limits above
+// needs more (a 16-bit RGBA PNG at the limit, stored uncompressed, is 2 GiB,
+// but real ones compress well below this).
+inline constexpr int64_t kMaxImageFileBytes = int64_t{1} << 30;
 
 // Decodes a whole JPEG or PNG file held in `bytes`; the format is taken from
 // the magic bytes, not the file name. `path_for_errors` only names the file

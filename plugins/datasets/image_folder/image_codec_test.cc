@@ -162,6 +162,22 @@ TEST(ImageCodecTest, SixteenBitPngIsScaledTo8Bit) {
   EXPECT_EQ(image->u8, (std::vector<uint8_t>{0, 128, 255}));
 }
 
+TEST(ImageCodecTest, SixteenBitRgbaPngIsScaledAndLosesAlpha) {
+  // PNG_FORMAT_LINEAR_RGB_ALPHA is written as a 16-bit RGBA PNG.
+  const std::vector<uint16_t> pixels = {65535, 0, 128 * 257, 0, 0, 65535, 65535, 65535};
+  const std::string png = WritePngWithLibpng(2, 1, PNG_FORMAT_LINEAR_RGB_ALPHA, pixels.data());
+  ASSERT_EQ(png[24], 16);  // IHDR bit depth
+  ASSERT_EQ(png[25], 6);   // IHDR colour type: RGB + alpha
+  auto image = DecodeImage(png, "16rgba.png");
+  ASSERT_TRUE(image.ok()) << image.status();
+  EXPECT_EQ(image->ShapeString(), "1x2x3");
+  // The opaque pixel keeps its colour (the transparent one's depends on how
+  // the simplified writer stores premultiplied data, so it is not checked).
+  EXPECT_EQ(image->u8[3], 0);
+  EXPECT_EQ(image->u8[4], 255);
+  EXPECT_EQ(image->u8[5], 255);
+}
+
 TEST(ImageCodecTest, CmykJpegBecomesRgb) {
   // Left half CMYK (200, 100, 50, 255) = RGB (200, 100, 50) in Adobe's
   // inverted convention; right half K = 128 on full C, M, Y = RGB 128 gray.
@@ -207,9 +223,42 @@ TEST(ImageCodecTest, TextFileNamedJpg) {
   EXPECT_EQ(DecodeImage("this is not an image\n", "notes.jpg").status().message(),
             "notes.jpg: unknown image format (starts with \"this is \", which looks like "
             "text); supported formats: JPEG, PNG");
-  EXPECT_EQ(DecodeImage(std::string("GIF89a\x01\x00\x01\x00", 10), "a.gif").status().message(),
-            "a.gif: unknown image format (starts with bytes 47 49 46 38 39 61 01 00); "
+  EXPECT_EQ(DecodeImage(std::string("\x00\x01\x02\x03\xfe\xff\x10\x20\x30", 9), "x.png")
+                .status()
+                .message(),
+            "x.png: unknown image format (starts with bytes 00 01 02 03 fe ff 10 20); "
             "supported formats: JPEG, PNG");
+}
+
+TEST(ImageCodecTest, OtherImageFormatsAreNamed) {
+  // The first bytes of real files of each kind, saved under a .jpg name.
+  std::string bmp = "BM" + std::string(12, '\0');
+  bmp += std::string("\x28\x00\x00\x00", 4);  // BITMAPINFOHEADER, 40 bytes
+  bmp += std::string(40, '\0');
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {std::string("GIF89a\x01\x00\x01\x00\x80\x00\x00", 13), "GIF"},
+      {std::string("GIF87a\x01\x00\x01\x00", 10), "GIF"},
+      {bmp, "BMP"},
+      {std::string("RIFF\x24\x00\x00\x00WEBPVP8 ", 16), "WebP"},
+      {std::string("II*\x00\x08\x00\x00\x00", 8), "TIFF"},
+      {std::string("MM\x00*\x00\x00\x00\x08", 8), "TIFF"},
+      {std::string("\x00\x00\x00\x18" "ftypheic\x00\x00\x00\x00", 16), "HEIF"},
+      {std::string("\x00\x00\x00\x1c" "ftypavif\x00\x00\x00\x00", 16), "AVIF"},
+  };
+  for (const auto& [bytes, format] : files) {
+    auto image = DecodeImage(bytes, "photo.jpg");
+    EXPECT_EQ(image.status().code(), absl::StatusCode::kUnimplemented) << format;
+    EXPECT_EQ(image.status().message(),
+              "photo.jpg: " + format +
+                  " image (whatever its name says), which is not supported; supported formats: "
+                  "JPEG, PNG. Convert it (e.g. ImageMagick's `convert in.gif out.png`) or "
+                  "remove it");
+  }
+  // Text that happens to start with "BM" is still text.
+  EXPECT_THAT(std::string(DecodeImage("BMW parts list, 2024 edition\n", "bmw.jpg")
+                              .status()
+                              .message()),
+              HasSubstr("unknown image format (starts with \"BMW part\""));
 }
 
 TEST(ImageCodecTest, TruncatedJpeg) {
@@ -297,6 +346,19 @@ TEST(ImageCodecTest, TooLarge) {
   }
   EXPECT_THAT(std::string(DecodeImage(jpeg, "big.jpg").status().message()),
               HasSubstr("big.jpg: image too large: 30000x30000"));
+
+  // 60000 x 60000 (10.8 GB as RGB): refused from the header, before the
+  // pixel buffer is allocated (the test would run out of memory otherwise).
+  for (size_t offset : {sof + 5, sof + 7}) {
+    jpeg[offset] = static_cast<char>(60000 >> 8);
+    jpeg[offset + 1] = static_cast<char>(60000 & 0xFF);
+  }
+  EXPECT_EQ(DecodeImage(jpeg, "huge.jpg").status().message(),
+            "huge.jpg: image too large: 60000x60000 (the limit is 32768 pixels per side and "
+            "268435456 pixels in all)");
+  EXPECT_EQ(DecodeImage(PngHeader(60000, 60000), "huge.png").status().message(),
+            "huge.png: image too large: 60000x60000 (the limit is 32768 pixels per side and "
+            "268435456 pixels in all)");
 }
 
 TEST(ImageCodecTest, EncoderRejectsWhatItCannotWrite) {

@@ -96,19 +96,38 @@ absl::StatusOr<DirectoryListing> ListDirectory(const fs::path& dir, const std::s
     }
   }
   if (error) {
+    // Not skipped: an unreadable folder hides an unknown number of samples,
+    // and training on the rest would quietly change the dataset.
     return absl::PermissionDeniedError(
-        absl::StrCat("cannot list folder ", shown, ": ", error.message()));
+        absl::StrCat("cannot list folder ", shown, ": ", error.message(),
+                     "; make it readable (chmod a+rx) or move it out of the dataset"));
   }
   return listing;
+}
+
+// True when `ancestor` is `path` or one of the folders above it; both are
+// canonical.
+bool IsSameOrAbove(const fs::path& ancestor, const fs::path& path) {
+  auto a = ancestor.begin(), p = path.begin();
+  for (; a != ancestor.end(); ++a, ++p) {
+    if (p == path.end() || *a != *p) return false;
+  }
+  return true;
 }
 
 // The image files below `class_dir` in the order of torchvision's
 // `sorted(os.walk(class_dir, followlinks=True))` with sorted file names:
 // folder by folder, folders sorted by their full path string.
+//
+// Unlike os.walk, a folder is walked once however many links lead to it
+// (a link to a parent folder would otherwise be walked forever), and links
+// to the dataset root or above it are not followed at all: they would give
+// this class every other class's images as well.
 absl::Status CollectImages(const fs::path& class_dir, const std::string& shown, int64_t label,
-                           std::vector<std::string>* paths, std::vector<int64_t>* labels) {
+                           const fs::path& canonical_root, std::vector<std::string>* paths,
+                           std::vector<int64_t>* labels) {
   std::map<std::string, std::vector<std::string>> images_by_folder;
-  std::set<fs::path> visited;  // canonical paths: a symlink loop is walked once
+  std::set<fs::path> visited;  // canonical paths
   std::vector<std::pair<fs::path, std::string>> pending{{class_dir, shown}};
   while (!pending.empty()) {
     auto [dir, dir_shown] = std::move(pending.back());
@@ -116,6 +135,7 @@ absl::Status CollectImages(const fs::path& class_dir, const std::string& shown, 
     std::error_code error;
     const fs::path canonical = fs::canonical(dir, error);
     if (!error && !visited.insert(canonical).second) continue;
+    if (!error && !canonical_root.empty() && IsSameOrAbove(canonical, canonical_root)) continue;
     auto listing = ListDirectory(dir, dir_shown);
     if (!listing.ok()) return listing.status();
     for (const std::string& folder : listing->folders) {
@@ -156,8 +176,20 @@ class ImageFolderDataset : public Dataset {
     // safe to build on many loader threads at once.
     std::ifstream file(path, std::ios::binary);
     if (!file) {
-      return absl::NotFoundError(absl::StrCat(
-          path, ": cannot open: ", std::error_code(errno, std::generic_category()).message()));
+      const int open_errno = errno;
+      return absl::Status(
+          open_errno == EACCES ? absl::StatusCode::kPermissionDenied : absl::StatusCode::kNotFound,
+          absl::StrCat(path, ": cannot open: ",
+                       std::error_code(open_errno, std::generic_category()).message()));
+    }
+    // The whole file is read before decoding; a huge one (a disk image or
+    // video with an image's name) must not be.
+    std::error_code size_error;
+    const uintmax_t file_bytes = fs::file_size(path, size_error);
+    if (!size_error && file_bytes > static_cast<uintmax_t>(kMaxImageFileBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": file too large for an image: ", file_bytes, " bytes (the limit is ",
+          kMaxImageFileBytes, " bytes)"));
     }
     std::ostringstream bytes;
     bytes << file.rdbuf();
@@ -253,11 +285,12 @@ absl::StatusOr<std::unique_ptr<Dataset>> CreateImageFolder(const ImageFolderOpti
 
   std::vector<std::string> paths;
   std::vector<int64_t> labels;
+  const fs::path canonical_root = fs::canonical(root, error);  // empty on error
   for (size_t label = 0; label < class_names.size(); ++label) {
     const std::string shown = (fs::path(shown_root) / class_names[label]).string();
     const size_t before = paths.size();
     if (auto status = CollectImages(root / class_names[label], shown,
-                                    static_cast<int64_t>(label), &paths, &labels);
+                                    static_cast<int64_t>(label), canonical_root, &paths, &labels);
         !status.ok()) {
       return status;
     }

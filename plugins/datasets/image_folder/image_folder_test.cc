@@ -1,5 +1,12 @@
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -247,6 +254,120 @@ TEST(ImageFolderTest, DeletedFileFailsAtGet) {
   fs::remove(root / "bird/b.jpg");
   EXPECT_EQ(std::string((*dataset)->Get(0).status().message()),
             (root / "bird/b.jpg").string() + ": cannot open: No such file or directory");
+}
+
+TEST(ImageFolderTest, SymlinkLoopsAreWalkedOnce) {
+  const fs::path root = MakeTree("symlink_loops");
+  fs::create_directory_symlink(root, root / "cat/a/to_root");        // the dataset root
+  fs::create_directory_symlink(root / "cat", root / "cat/a/up");     // this class's folder
+  fs::create_directory_symlink(root / "cat/a", root / "cat/a/self");  // the folder itself
+  fs::create_directory_symlink(root / "dog/loop", root / "dog/loop");  // itself, by name (ELOOP)
+  fs::create_symlink(root / "dog/x.png", root / "dog/x.png");         // a file link loop
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  // Exactly the 6 images of MakeTree: no class picked up another's, and no
+  // image came twice.
+  EXPECT_EQ((*dataset)->size(), 6);
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < (*dataset)->size(); ++i) labels.push_back((*dataset)->Get(i)->label);
+  EXPECT_THAT(labels, ElementsAre(0, 1, 1, 1, 1, 2));
+}
+
+TEST(ImageFolderTest, FileTooLargeIsRefusedBeforeReading) {
+  const fs::path root = MakeTree("huge_file");
+  {
+    // Sparse: it takes no disk space, but reading it would take 1 GiB of RAM.
+    std::ofstream(root / "dog/huge.jpg", std::ios::binary) << "\xFF\xD8\xFF";
+  }
+  fs::resize_file(root / "dog/huge.jpg", kMaxImageFileBytes + 1);
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  // dog/ holds d.PNG, then huge.jpg.
+  EXPECT_EQ((*dataset)->Get(6).status().message(),
+            (root / "dog/huge.jpg").string() +
+                ": file too large for an image: 1073741825 bytes (the limit is 1073741824 bytes)");
+}
+
+// Root reads any file whatever its mode, so the permission tests run their
+// checks in a child process that has dropped to user "nobody", in a tree
+// under /tmp (the test's own temp folder may sit below a folder only root
+// may enter). Exit codes: 0 = passed, 1 = failed (message on stderr),
+// 77 = the setup cannot work here (reason on stderr).
+int RunUnprivileged(const std::function<int()>& check) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) {
+      std::fprintf(stderr, "cannot switch to user nobody (65534)\n");
+      _exit(77);
+    }
+    _exit(check());
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+fs::path PermissionTree(const std::string& name) {
+  std::string pattern = "/tmp/image_folder_" + name + "_XXXXXX";
+  const fs::path root = mkdtemp(pattern.data());
+  WriteFile(root / "cat/a.png", *EncodePng(Solid(2, 2, 1, 1)));
+  WriteFile(root / "cat/b.png", *EncodePng(Solid(2, 2, 1, 2)));
+  WriteFile(root / "dog/sub/c.png", *EncodePng(Solid(2, 2, 1, 3)));
+  WriteFile(root / "dog/d.png", *EncodePng(Solid(2, 2, 1, 4)));
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    chmod(entry.path().c_str(), entry.is_directory() ? 0755 : 0644);
+  }
+  chmod(root.c_str(), 0755);
+  return root;
+}
+
+TEST(ImageFolderTest, UnreadableFileFailsAtGetNamingTheFile) {
+  const fs::path root = PermissionTree("unreadable_file");
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  chmod((root / "cat/b.png").c_str(), 0);
+  const std::string expected = (root / "cat/b.png").string() + ": cannot open: Permission denied";
+  const int result = RunUnprivileged([&] {
+    if (!(*dataset)->Get(0).ok()) {
+      std::fprintf(stderr, "user nobody cannot read the readable cat/a.png here\n");
+      return 77;
+    }
+    absl::StatusOr<Sample> sample = (*dataset)->Get(1);
+    if (sample.status().message() == expected &&
+        sample.status().code() == absl::StatusCode::kPermissionDenied) {
+      return 0;
+    }
+    std::fprintf(stderr, "got: %s\n", sample.status().ToString().c_str());
+    return 1;
+  });
+  fs::remove_all(root);
+  if (result == 77) GTEST_SKIP() << "running as root, and dropping to user nobody failed";
+  EXPECT_EQ(result, 0) << "expected: " << expected;
+}
+
+TEST(ImageFolderTest, UnreadableFolderFailsTheScanNamingTheFolder) {
+  const fs::path root = PermissionTree("unreadable_folder");
+  chmod((root / "dog/sub").c_str(), 0);
+  const std::string expected = "dataset \"image_folder\": cannot list folder " +
+                               (root / "dog/sub").string() +
+                               ": Permission denied; make it readable (chmod a+rx) or move it "
+                               "out of the dataset";
+  const int result = RunUnprivileged([&] {
+    std::ifstream readable(root / "dog/d.png");
+    if (!readable) {
+      std::fprintf(stderr, "user nobody cannot read the readable dog/d.png here\n");
+      return 77;
+    }
+    auto dataset = testing::CreatePlugin<Dataset>(Config(root));
+    if (dataset.status().message() == expected) return 0;
+    std::fprintf(stderr, "got: %s\n", dataset.status().ToString().c_str());
+    return 1;
+  });
+  chmod((root / "dog/sub").c_str(), 0755);
+  fs::remove_all(root);
+  if (result == 77) GTEST_SKIP() << "running as root, and dropping to user nobody failed";
+  EXPECT_EQ(result, 0) << "expected: " << expected;
 }
 
 }  // namespace
