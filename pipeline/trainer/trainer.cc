@@ -15,6 +15,7 @@
 #include "ATen/CPUGeneratorImpl.h"
 #include "ATen/Context.h"
 #include "ATen/Parallel.h"
+#include "ATen/autocast_mode.h"
 #include "ATen/ops/cross_entropy_loss.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -134,6 +135,49 @@ absl::StatusOr<std::vector<int64_t>> MapClasses(const std::vector<std::string>& 
   return map;
 }
 
+// trainer.precision: BF16_AUTOCAST runs the forward pass (and its backward)
+// of one step under CPU autocast. The cast cache holds bf16 copies of the
+// weights and is cleared when the scope ends, before the optimizer changes
+// them.
+class AutocastScope {
+ public:
+  explicit AutocastScope(const TrainerConfig& trainer)
+      : enabled_(trainer.precision() == TrainerConfig::BF16_AUTOCAST) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  const bool enabled_;
+};
+
+// A batch in the memory order the model's weights are kept in.
+at::Tensor ModelInput(const at::Tensor& images, const TrainerConfig& trainer) {
+  return trainer.channels_last() && images.dim() == 4
+             ? images.contiguous(at::MemoryFormat::ChannelsLast)
+             : images;
+}
+
+// trainer.channels_last: 4-d weights and buffers (convolutions) in NHWC
+// order; the optimizer and every strategy see the same tensors.
+void ToChannelsLast(Model& model) {
+  torch::NoGradGuard no_grad;
+  for (at::Tensor& p : model.parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  for (at::Tensor& b : model.buffers()) {
+    if (b.dim() == 4) b.set_data(b.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+}
+
 struct EvalResult {
   double loss = 0;
   double accuracy = 0;
@@ -141,7 +185,8 @@ struct EvalResult {
 };
 
 absl::StatusOr<EvalResult> Evaluate(Model& model, Strategy& strategy, DataPipeline& data,
-                                    int64_t epoch, int64_t max_batches) {
+                                    int64_t epoch, int64_t max_batches,
+                                    const TrainerConfig& trainer) {
   model.eval();
   c10::InferenceMode inference;
   const std::vector<int64_t> order = data.sampler->EpochIndices(data.dataset->size(), epoch);
@@ -154,7 +199,13 @@ absl::StatusOr<EvalResult> Evaluate(Model& model, Strategy& strategy, DataPipeli
   for (int64_t batch_index = 0; max_batches == 0 || batch_index < max_batches; ++batch_index) {
     ASSIGN_OR_RETURN(std::optional<Batch> batch, data.loader->Next());
     if (!batch) break;
-    ASSIGN_OR_RETURN(torch::Tensor logits, strategy.Forward(model, batch->images));
+    torch::Tensor logits;
+    {
+      AutocastScope autocast(trainer);
+      ASSIGN_OR_RETURN(logits, strategy.Forward(model, ModelInput(batch->images, trainer)));
+    }
+    // Sums in float32 whatever the forward pass ran in.
+    logits = logits.to(at::kFloat);
     loss_sum += at::cross_entropy_loss(logits, batch->labels, {}, at::Reduction::Sum)
                     .item<double>();
     correct += logits.argmax(1).eq(batch->labels).sum().item<double>();
@@ -443,6 +494,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
           config.output_dir(), ") to resume"));
     }
   }
+  if (trainer.channels_last()) ToChannelsLast(*model);
   RETURN_IF_ERROR(strategy->Prepare(*model, make_replica));
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                    // Frozen parameters (freeze_backbone) stay out, so neither
@@ -612,8 +664,10 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       for (int k = 0; k < accumulate; ++k) {
         const Batch& batch = batches[k];
         strategy->SetGradientSynchronization(k + 1 == accumulate);
-        ASSIGN_OR_RETURN(StepOutput output, strategy->ForwardBackward(*model, batch.images,
-                                                                       batch.labels, loss_function));
+        AutocastScope autocast(trainer);
+        ASSIGN_OR_RETURN(StepOutput output,
+                         strategy->ForwardBackward(*model, ModelInput(batch.images, trainer),
+                                                   batch.labels, loss_function));
         const int64_t n = batch.labels.size(0);
         const double batch_loss = output.loss.item<double>() * accumulate;
         if (!std::isfinite(batch_loss)) {
@@ -704,7 +758,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     std::string validation_text;
     if (validation && ((epoch + 1) % trainer.validate_every_epochs() == 0 || last)) {
       ASSIGN_OR_RETURN(EvalResult eval, Evaluate(*model, *strategy, *validation, epoch,
-                                                 trainer.max_validation_batches()));
+                                                 trainer.max_validation_batches(), trainer));
       summary.val_loss = eval.loss;
       summary.val_accuracy = eval.accuracy;
       validation_text = absl::StrFormat(" val_loss %.4f val_acc %.2f%% (%d samples)", eval.loss,

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ATen/Parallel.h"
+#include "ATen/autocast_mode.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/util/status_macros.h"
@@ -36,6 +37,32 @@
 
 namespace pipeline {
 namespace {
+
+// The caller's CPU autocast setting, carried to a replica thread.
+struct AutocastState {
+  bool enabled = at::autocast::is_cpu_enabled();
+  at::ScalarType dtype = at::autocast::get_autocast_cpu_dtype();
+};
+
+// On a replica thread for one task. The cast cache (bf16 copies of the
+// weights) is per thread as well, and must not outlive the step: the
+// optimizer changes the weights after it.
+class ReplicaAutocast {
+ public:
+  explicit ReplicaAutocast(const AutocastState& state) : enabled_(state.enabled) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_cpu_dtype(state.dtype);
+    at::autocast::set_cpu_enabled(true);
+  }
+  ~ReplicaAutocast() {
+    if (!enabled_) return;
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::clear_cache();
+  }
+
+ private:
+  const bool enabled_;
+};
 
 // How many samples of a batch of `n` each of `replicas` replicas gets: as
 // even as possible, earlier replicas taking the remainder; replicas beyond
@@ -101,8 +128,11 @@ class DataParallelStrategy : public Strategy {
       const std::vector<torch::Tensor> label_chunks = labels.split_with_sizes(sizes);
       std::vector<torch::Tensor> losses(sizes.size()), logits(sizes.size());
       std::vector<std::function<void()>> tasks;
+      // Autocast is per thread, too.
+      const AutocastState autocast;
       for (size_t i = 0; i < sizes.size(); ++i) {
         tasks.push_back([&, i] {
+          ReplicaAutocast replica_autocast(autocast);
           const torch::Device& device = devices_[i];
           torch::Tensor out = replicas_[i]->forward(image_chunks[i].to(device, true));
           torch::Tensor loss = loss_function(out, label_chunks[i].to(device, true)) *
@@ -131,9 +161,11 @@ class DataParallelStrategy : public Strategy {
       // caller's.
       const bool grad = torch::GradMode::is_enabled();
       const bool inference = c10::InferenceMode::is_enabled();
+      const AutocastState autocast;
       std::vector<std::function<void()>> tasks;
       for (size_t i = 0; i < sizes.size(); ++i) {
         tasks.push_back([&, i] {
+          ReplicaAutocast replica_autocast(autocast);
           c10::InferenceMode inference_mode(inference);
           torch::AutoGradMode grad_mode(grad);
           logits[i] = replicas_[i]->forward(chunks[i].to(devices_[i])).cpu();
