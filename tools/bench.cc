@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "ATen/Parallel.h"
+#include "ATen/autocast_mode.h"
 #include "ATen/ops/cross_entropy_loss.h"
 #include "ATen/ops/randint.h"
 #include "ATen/ops/randn.h"
@@ -134,18 +135,35 @@ struct ComputeResult {
 // Forward, backward and the config's optimizer step on one in-memory batch:
 // no loader, nothing else competing for the cores.
 ComputeResult ComputeCeiling(const PipelineConfig& config, int64_t height, int64_t width,
-                             int64_t channels, int64_t classes, int batch_size) {
+                             int64_t channels, int64_t classes, int batch_size,
+                             bool channels_last = false, bool bf16 = false) {
   at::set_num_threads(config.trainer().threads());
   auto model = OrDie(Registry<Model>::Global().Create(config.model(), {classes, channels}));
   model->train();
+  const auto format = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
+  if (channels_last) {
+    torch::NoGradGuard no_grad;
+    for (at::Tensor& p : model->parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(format));
+    }
+  }
   auto optimizer =
       OrDie(Registry<torch::optim::Optimizer>::Global().Create(config.optimizer(),
                                                                {model->parameters()}));
-  const at::Tensor images = at::randn({batch_size, channels, height, width});
+  const at::Tensor images = at::randn({batch_size, channels, height, width}).contiguous(format);
   const at::Tensor labels = at::randint(classes, {batch_size}, at::kLong);
   const double steps = StepsPerSecond([&] {
     optimizer->zero_grad();
+    if (bf16) {
+      // As the trainer's trainer.precision: BF16_AUTOCAST.
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
     at::cross_entropy_loss(model->forward(images), labels).backward();
+    if (bf16) {
+      at::autocast::set_cpu_enabled(false);
+      at::autocast::clear_cache();
+    }
     optimizer->step();
   });
   return {steps * batch_size, config.trainer().threads()};
@@ -460,6 +478,18 @@ int Main() {
                                "threads",
                                jpeg.optimizer().name(), compute.threads),
                absl::StrFormat("%.1f", ceiling), "1.00", "compute ceiling"});
+    if (sections.count("compute")) {
+      for (const auto& [channels_last, bf16] : {std::pair{true, false}, std::pair{false, true},
+                                                std::pair{true, true}}) {
+        const double rate = ComputeCeiling(jpeg, 224, 224, 3, classes, FLAGS_batch_size,
+                                           channels_last, bf16)
+                                .images_per_sec;
+        table.Add({absl::StrCat("compute, ", channels_last ? "trainer.channels_last" : "",
+                                channels_last && bf16 ? " + " : "",
+                                bf16 ? "trainer.precision: BF16_AUTOCAST" : ""),
+                   absl::StrFormat("%.1f", rate), Ratio(rate, ceiling), "compute ceiling"});
+      }
+    }
   }
   if (sections.count("allocator")) {
     const std::vector<Allocator> allocators = {
