@@ -5,6 +5,7 @@
 //   loader -> strategy.ForwardBackward(model, batch) -> optimizer.step
 // with a validation pass, a checkpoint and a metrics line after each epoch.
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -23,6 +24,10 @@ struct TrainSummary {
   double val_accuracy = 0;
   double images_per_sec = 0;  // training images over training time, all processes
   double wall_seconds = 0;
+  // Optimizer steps left out for a non-finite loss or gradient
+  // (trainer.on_nonfinite: SKIP_STEP), in this run since it started or
+  // resumed.
+  int64_t skipped_steps = 0;
 };
 
 struct RunOptions {
@@ -40,6 +45,11 @@ struct RunOptions {
   // (a fresh start when there is none), otherwise a checkpoint's path.
   // "" = start fresh.
   std::string resume;
+  // The signal (SIGINT, SIGTERM) that asked the run to stop, 0 while none
+  // did; set from a signal handler. With checkpoint.checkpoint_on_signal,
+  // the run writes a step checkpoint after the current step and returns a
+  // kCancelled error naming the signal. Null: never asked.
+  const std::atomic<int>* stop_signal = nullptr;
 };
 
 // Trains as `config` (a resolved config, see ResolveConfig) says.
