@@ -661,7 +661,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       }
       ++step;
       ++epoch_steps;
-      if (step % trainer.log_interval() == 0 || step == total_steps) {
+      // A window of skipped steps only has no figures to show.
+      if ((step % trainer.log_interval() == 0 || step == total_steps) && window_seen > 0) {
         const double elapsed = SecondsSince(epoch_start);
         const double rate = (seen - seen_before) * strategy->world_size() / std::max(elapsed, 1e-9);
         const double eta =
@@ -669,16 +670,14 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         progress.Line(absl::StrFormat("epoch %d/%d step %d/%d loss %.4f acc %.2f%% %.1f img/s "
                                       "lr %.3g eta %s",
                                       epoch + 1, epochs, epoch_steps, steps_per_epoch,
-                                      window_loss / std::max<int64_t>(window_seen, 1),
-                                      100.0 * window_correct / std::max<int64_t>(window_seen, 1),
-                                      rate,
+                                      window_loss / window_seen,
+                                      100.0 * window_correct / window_seen, rate,
                                       base_lr[0] * factor, Duration(eta)),
                       /*transient=*/true);
         if (tensorboard) {
-          const double window = static_cast<double>(std::max<int64_t>(window_seen, 1));
           RETURN_IF_ERROR(tensorboard->Write(
-              step, {{"train/loss", window_loss / window},
-                     {"train/accuracy", window_correct / window},
+              step, {{"train/loss", window_loss / window_seen},
+                     {"train/accuracy", window_correct / window_seen},
                      {"train/learning_rate", base_lr[0] * factor},
                      {"train/images_per_sec", rate}}));
         }
