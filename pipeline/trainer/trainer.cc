@@ -279,26 +279,30 @@ absl::StatusOr<std::optional<FoundCheckpoint>> FindResumePoint(const std::string
 }
 
 // The first trainable parameter whose gradient holds a NaN or an Inf, named
-// with which, or "" when every gradient is finite. The sums are taken in
-// double, where no float gradient can overflow, so a non-finite sum means a
-// non-finite element: one read of the gradients per step, and an exact look
-// only at the parameter that failed.
+// with which, or "" when every gradient is finite. One sum per gradient (a
+// single read, about half the cost of a momentum SGD update on this
+// machine's CPUs; a double sum costs twice that): a NaN or Inf element makes
+// it non-finite, and a sum that only overflowed is told apart by an exact
+// look at that one gradient.
 std::string FirstNonFiniteGradient(Model& model) {
+  std::vector<at::Tensor> grads;
   std::vector<std::string> names;
   std::vector<at::Tensor> sums;
   for (const auto& parameter : model.named_parameters()) {
     const at::Tensor& grad = parameter.value().grad();
     if (!grad.defined()) continue;
+    grads.push_back(grad);
     names.push_back(parameter.key());
-    sums.push_back(grad.sum(at::kDouble));
+    sums.push_back(grad.sum());
   }
   if (sums.empty()) return "";
   const at::Tensor finite = at::stack(sums).isfinite().cpu();
   if (finite.all().item<bool>()) return "";
   for (size_t i = 0; i < names.size(); ++i) {
     if (finite[static_cast<int64_t>(i)].item<bool>()) continue;
-    const bool nan = model.named_parameters()[names[i]].grad().isnan().any().item<bool>();
-    return absl::StrCat("the gradient of parameter ", names[i], " holds ", nan ? "NaN" : "Inf");
+    if (grads[i].isfinite().all().item<bool>()) continue;
+    return absl::StrCat("the gradient of parameter ", names[i], " holds ",
+                        grads[i].isnan().any().item<bool>() ? "NaN" : "Inf");
   }
   return "";
 }
