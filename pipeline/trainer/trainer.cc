@@ -279,11 +279,11 @@ absl::StatusOr<std::optional<FoundCheckpoint>> FindResumePoint(const std::string
 }
 
 // The first trainable parameter whose gradient holds a NaN or an Inf, named
-// with which, or "" when every gradient is finite. One sum per gradient (a
-// single read, about half the cost of a momentum SGD update on this
-// machine's CPUs; a double sum costs twice that): a NaN or Inf element makes
-// it non-finite, and a sum that only overflowed is told apart by an exact
-// look at that one gradient.
+// with which, or "" when every gradient is finite. One float sum per
+// gradient (a single read of it: a fraction of a momentum SGD update's cost,
+// and less than a double sum's): a NaN or Inf element makes it non-finite,
+// and a sum that only overflowed is told apart by an exact look at that one
+// gradient.
 std::string FirstNonFiniteGradient(Model& model) {
   std::vector<at::Tensor> grads;
   std::vector<std::string> names;
