@@ -30,6 +30,7 @@ namespace {
 
 using ::pipeline::testing::ExpectSameModel;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
@@ -235,11 +236,15 @@ TEST(StopSignalTest, SigtermToTheLauncherStopsEveryWorker) {
   const std::string dir = ::testing::TempDir() + "/signal_ddp_now";
   const std::string config = WriteConfig(dir, true);
   const std::string log = dir + "/log";
-  const pid_t pid = StartTrain({"--config=" + config, "--set=trainer.epochs=50"}, log);
+  // A stop is not a failure to restart from.
+  const pid_t pid = StartTrain(
+      {"--config=" + config, "--set=trainer.epochs=50", "--set=strategy.options.max_restarts=2"},
+      log);
   ASSERT_TRUE(WaitForText(log, " step 3/", 120)) << ReadFile(log);
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   const Exit exit = WaitForExit(pid, 30);
   const std::string output = ReadFile(log);
+  EXPECT_THAT(output, Not(HasSubstr("launcher: restart")));
   EXPECT_EQ(exit.code, 143) << output;
   EXPECT_LT(exit.seconds, 5);
   EXPECT_THAT(output, HasSubstr("launcher: Terminated; passing it to every worker"));

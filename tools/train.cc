@@ -267,7 +267,8 @@ int Main(int argc, char** argv) {
     // signal means stop.
     for (int restart = 1; !launched.ok() && restart <= max_restarts &&
                           launched.code() != absl::StatusCode::kInvalidArgument &&
-                          launched.code() != absl::StatusCode::kCancelled;
+                          launched.code() != absl::StatusCode::kCancelled &&
+                          LauncherStopSignal() == 0;
          ++restart) {
       std::cerr << "launcher: restart " << restart << " of " << max_restarts << " after: "
                 << launched.message() << "; continuing from the latest checkpoint\n";
