@@ -708,7 +708,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         }
       }
       if (stop_here) {
-        const int own = options.stop_signal->load();
+        // Another rank's signal stops this one too, asked itself or not.
+        const int own = options.stop_signal != nullptr ? options.stop_signal->load() : 0;
         return absl::CancelledError(absl::StrFormat(
             "stopped by %s after step %d (epoch %d), checkpoint_step_%d.pt written in %s; "
             "continue with --resume=auto",
