@@ -179,7 +179,19 @@ TEST(DdpLaunchTest, AHungPeerEndsTheJobAfterTheTimeout) {
   ASSERT_TRUE(std::filesystem::exists(dir + "/rc")) << "still running\n" << ReadFile(log);
   EXPECT_LT(seconds, 5 + 20.0);
   EXPECT_NE(ReadFile(dir + "/rc"), "0\n");
-  EXPECT_THAT(ReadFile(log), HasSubstr("error: rank 0 (pid "));
+  const std::string output = ReadFile(log);
+  // The collective that timed out is named, and the final line names the
+  // rank that hung it: the launcher saw it stop.
+  EXPECT_THAT(output, HasSubstr("Timed out waiting 5000ms"));
+  EXPECT_THAT(output, HasSubstr("launcher: rank 1 (pid "));
+  std::string last_error;
+  for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    if (absl::StartsWith(line, "error: ")) last_error = std::string(line);
+  }
+  EXPECT_THAT(last_error, HasSubstr("error: rank 0 (pid ")) << output;
+  EXPECT_THAT(last_error, HasSubstr(" while rank 1 (pid ")) << output;
+  EXPECT_THAT(last_error, HasSubstr("was stopped by signal 19 (Stopped (signal))")) << output;
+  EXPECT_THAT(last_error, HasSubstr("and hung the job")) << output;
 }
 
 // The config of the equivalence test: a BatchNorm-free model, so one process

@@ -18,11 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/testing/same_weights.h"
 
 namespace pipeline {
 namespace {
 
+using ::pipeline::testing::ExpectSameModel;
 using ::testing::HasSubstr;
 
 std::string ReadFile(const std::string& path) {
@@ -88,19 +89,6 @@ std::string WriteConfig(const std::string& dir, bool ddp) {
 int RunTrain(const std::string& arguments, const std::string& log) {
   const int status = std::system(("tools/train " + arguments + " >> " + log + " 2>&1").c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-void ExpectSameModel(const std::string& a, const std::string& b) {
-  auto first = ReadCheckpoint(a);
-  auto second = ReadCheckpoint(b);
-  ASSERT_TRUE(first.ok()) << first.status();
-  ASSERT_TRUE(second.ok()) << second.status();
-  ASSERT_EQ(first->model.size(), second->model.size());
-  for (size_t i = 0; i < first->model.size(); ++i) {
-    EXPECT_EQ(first->model[i].first, second->model[i].first);
-    EXPECT_TRUE(first->model[i].second.equal(second->model[i].second)) << first->model[i].first;
-  }
-  EXPECT_EQ(first->contents.step, second->contents.step);
 }
 
 // Starts the run in the background, SIGKILLs the process matching `victim`

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace pipeline {
 namespace {
@@ -28,10 +30,19 @@ struct Worker {
   int err = -1;
   std::string out_pending, err_pending;
   bool running = true;
+  // Stopped (SIGSTOP, a debugger) and not continued: it cannot take part
+  // in a collective, so the other ranks' timeouts are its doing.
+  bool stopped = false;
+  int stopped_by = 0;
+  std::chrono::steady_clock::time_point stopped_at;
 };
 
 volatile std::sig_atomic_t g_stop_signal = 0;
-void OnStopSignal(int signal) { g_stop_signal = signal; }
+volatile std::sig_atomic_t g_stop_signals_received = 0;
+void OnStopSignal(int signal) {
+  if (g_stop_signal == 0) g_stop_signal = signal;
+  g_stop_signals_received = g_stop_signals_received + 1;
+}
 
 absl::StatusOr<int> FreePort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -81,8 +92,24 @@ void Relay(Worker& worker, int fd, bool flush_all) {
 
 void StopAll(std::vector<Worker>& workers, int signal) {
   for (Worker& w : workers) {
-    if (w.running) ::kill(w.pid, signal);
+    // A stopped worker would only act on `signal` once continued.
+    if (w.running) ::kill(w.pid, w.stopped ? SIGKILL : signal);
   }
+}
+
+// The workers stopped without dying, as "rank 1 (pid 123) was stopped by
+// signal 19 (Stopped (signal)) 5.1 s before", or "".
+std::string DescribeStopped(const std::vector<Worker>& workers) {
+  std::string text;
+  for (const Worker& w : workers) {
+    if (!w.running || !w.stopped) continue;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - w.stopped_at).count();
+    absl::StrAppend(&text, text.empty() ? "" : ", ", "rank ", w.rank, " (pid ", w.pid,
+                    ") was stopped by signal ", w.stopped_by, " (", strsignal(w.stopped_by), ") ",
+                    absl::StrFormat("%.1f", seconds), " s before");
+  }
+  return text;
 }
 
 }  // namespace
@@ -102,6 +129,7 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
   std::vector<Worker> workers(options.nproc_per_node);
   std::signal(SIGINT, OnStopSignal);
   std::signal(SIGTERM, OnStopSignal);
+  const pid_t launcher = ::getpid();
   for (int local_rank = 0; local_rank < options.nproc_per_node; ++local_rank) {
     Worker& worker = workers[local_rank];
     worker.rank = options.node_rank * options.nproc_per_node + local_rank;
@@ -112,6 +140,12 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
     }
     const pid_t pid = ::fork();
     if (pid == 0) {
+      // Its own process group: a terminal's Ctrl-C reaches the launcher
+      // alone, which forwards it once (twice would mean "stop at once").
+      ::setpgid(0, 0);
+      // No orphans: the worker dies with the launcher, however it ends.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != launcher) ::_exit(1);
       ::dup2(out_pipe[1], STDOUT_FILENO);
       ::dup2(err_pipe[1], STDERR_FILENO);
       ::close(out_pipe[0]);
@@ -144,6 +178,7 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
   int running = options.nproc_per_node;
   std::chrono::steady_clock::time_point stop_deadline;
   bool stopping = false;
+  int signals_handled = 0;
   while (running > 0) {
     std::vector<pollfd> fds;
     std::vector<std::pair<Worker*, int>> owners;
@@ -170,24 +205,61 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
         }
       }
     }
-    if (g_stop_signal != 0 && !stopping) {
-      std::cerr << "launcher: " << strsignal(g_stop_signal) << "; stopping every worker\n";
-      StopAll(workers, SIGTERM);
-      result = absl::CancelledError(absl::StrCat("stopped by ", strsignal(g_stop_signal)));
-      stopping = true;
-      stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    const int received = g_stop_signals_received;
+    if (received > signals_handled) {
+      const int signal = g_stop_signal;
+      if (signals_handled == 0) {
+        // The same signal, so each worker does what it would do alone
+        // (with checkpoint_on_signal: finish the step, checkpoint, exit).
+        std::cerr << "launcher: " << strsignal(signal) << "; passing it to every worker "
+                  << "(again to kill them at once)\n";
+        StopAll(workers, signal);
+        if (result.ok()) {
+          result = absl::CancelledError(absl::StrCat("stopped by signal ", signal, " (",
+                                                     strsignal(signal), "); every worker has "
+                                                     "exited"));
+        }
+        if (!stopping) {
+          stop_deadline =
+              std::chrono::steady_clock::now() + std::chrono::seconds(options.stop_grace_seconds);
+        }
+        stopping = true;
+      } else {
+        std::cerr << "launcher: " << strsignal(signal) << " again; killing every worker\n";
+        StopAll(workers, SIGKILL);
+      }
+      signals_handled = received;
     }
     int status = 0;
     pid_t done;
-    while ((done = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    while ((done = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
       for (Worker& w : workers) {
         if (w.pid != done || !w.running) continue;
+        if (WIFSTOPPED(status)) {
+          w.stopped = true;
+          w.stopped_by = WSTOPSIG(status);
+          w.stopped_at = std::chrono::steady_clock::now();
+          std::cerr << "launcher: rank " << w.rank << " (pid " << w.pid << ") was stopped by "
+                    << "signal " << w.stopped_by << " (" << strsignal(w.stopped_by)
+                    << "); the other ranks will wait for it\n";
+          if (stopping) ::kill(w.pid, SIGKILL);
+          continue;
+        }
+        if (WIFCONTINUED(status)) {
+          w.stopped = false;
+          continue;
+        }
         w.running = false;
         --running;
         const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (failed && result.ok()) {
-          const std::string what = absl::StrCat("rank ", w.rank, " (pid ", w.pid, ") ",
-                                                DescribeExit(status));
+          std::string what = absl::StrCat("rank ", w.rank, " (pid ", w.pid, ") ",
+                                          DescribeExit(status));
+          // The failure is most likely a collective's timeout, waiting for
+          // the stopped one: name it, it is the rank to look at.
+          if (const std::string hung = DescribeStopped(workers); !hung.empty()) {
+            absl::StrAppend(&what, " while ", hung, " and hung the job");
+          }
           result = absl::AbortedError(absl::StrCat(what, "; stopped the other workers"));
           if (WIFEXITED(status)) {
             // Keep the worker's own exit status meaning (2 = bad input).
@@ -197,8 +269,11 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
           }
           std::cerr << "launcher: " << what << "; stopping the other workers\n";
           StopAll(workers, SIGTERM);
+          if (!stopping) {
+            stop_deadline = std::chrono::steady_clock::now() +
+                            std::chrono::seconds(options.stop_grace_seconds);
+          }
           stopping = true;
-          stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         }
       }
     }
@@ -216,5 +291,7 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
   }
   return result;
 }
+
+int LauncherStopSignal() { return g_stop_signal; }
 
 }  // namespace pipeline

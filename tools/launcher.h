@@ -21,12 +21,24 @@ struct LaunchOptions {
   int master_port = 0;
   // The worker command: this binary and its arguments.
   std::vector<std::string> command;
+  // After a stop signal or a failed worker, how long the others may take to
+  // exit before they are killed.
+  int stop_grace_seconds = 10;
 };
 
 // Runs the workers to completion. OK when all exit 0; otherwise an error
-// naming the first rank that failed and how (exit status or signal), after
-// the others were stopped.
+// naming the first rank that failed and how (exit status or signal), and any
+// worker that had been stopped (SIGSTOP) and so hung the others, after the
+// others were stopped.
+//
+// SIGINT and SIGTERM are forwarded to every worker (the workers run in their
+// own process group, so a terminal's Ctrl-C reaches them only this way,
+// once); a second one kills them. The result is then a kCancelled error.
+// Workers die with the launcher, even when it is SIGKILLed.
 absl::Status LaunchWorkers(const LaunchOptions& options);
+
+// The signal that stopped the last LaunchWorkers, 0 if none did.
+int LauncherStopSignal();
 
 }  // namespace pipeline
 

@@ -6,11 +6,15 @@
 //   bazel run //tools:train -- --plugin_library=path/to/libmy_plugin.so --config=...
 //
 // Exit status: 0 done, 2 the config or the data is wrong (the message says
-// what to fix), 1 training failed.
+// what to fix), 1 training failed, 128 + N stopped by signal N (130 SIGINT,
+// 143 SIGTERM).
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -100,6 +104,46 @@ void ListPlugins() {
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
+}
+
+// The first SIGINT or SIGTERM of a run with checkpoint.checkpoint_on_signal;
+// the trainer stops after the step it is in.
+std::atomic<int> g_stop_signal{0};
+bool g_checkpoint_on_signal = false;
+
+void WriteToStderr(const char* text) {
+  // Only async-signal-safe calls from here on: write(2), strlen, _exit(2).
+  const ssize_t ignored = ::write(STDERR_FILENO, text, std::strlen(text));
+  (void)ignored;
+}
+
+void OnStopSignal(int signal) {
+  const char* name = signal == SIGINT ? "SIGINT (Interrupt)" : "SIGTERM (Terminated)";
+  int none = 0;
+  if (g_checkpoint_on_signal && g_stop_signal.compare_exchange_strong(none, signal)) {
+    WriteToStderr("train: ");
+    WriteToStderr(name);
+    WriteToStderr(": finishing this step and writing a checkpoint; send it again to stop at once\n");
+    return;
+  }
+  // Checkpoints are written to a temporary file and renamed, so stopping
+  // here never leaves a partial one.
+  WriteToStderr("error: stopped by ");
+  WriteToStderr(name);
+  WriteToStderr("\n");
+  ::_exit(128 + signal);
+}
+
+void InstallStopSignalHandlers(bool checkpoint_on_signal) {
+  g_checkpoint_on_signal = checkpoint_on_signal;
+  struct sigaction action {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  // Interrupted reads and waits carry on; the trainer looks at the flag
+  // between steps.
+  action.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &action, nullptr);
+  ::sigaction(SIGTERM, &action, nullptr);
 }
 
 int Fail(int code, const absl::Status& status) {
@@ -215,11 +259,17 @@ int Main(int argc, char** argv) {
     launch.master_port = FLAGS_master_port;
     launch.command = original_arguments;
     launch.command[0] = "/proc/self/exe";
+    // Workers finishing a step and writing a checkpoint get longer before
+    // the launcher kills them.
+    if (resolved->checkpoint().checkpoint_on_signal()) launch.stop_grace_seconds = 120;
     const int max_restarts = StrategyInt32Option(*resolved, "max_restarts");
     absl::Status launched = LaunchWorkers(launch);
-    // A config error (exit 2) would fail the same way again.
+    // A config error (exit 2) would fail the same way again, and a stop
+    // signal means stop.
     for (int restart = 1; !launched.ok() && restart <= max_restarts &&
-                          launched.code() != absl::StatusCode::kInvalidArgument;
+                          launched.code() != absl::StatusCode::kInvalidArgument &&
+                          launched.code() != absl::StatusCode::kCancelled &&
+                          LauncherStopSignal() == 0;
          ++restart) {
       std::cerr << "launcher: restart " << restart << " of " << max_restarts << " after: "
                 << launched.message() << "; continuing from the latest checkpoint\n";
@@ -230,6 +280,9 @@ int Main(int argc, char** argv) {
       launched = LaunchWorkers(launch);
     }
     if (!launched.ok()) {
+      if (launched.code() == absl::StatusCode::kCancelled && LauncherStopSignal() != 0) {
+        return Fail(128 + LauncherStopSignal(), launched);
+      }
       return Fail(launched.code() == absl::StatusCode::kInvalidArgument ? 2 : 1, launched);
     }
     return 0;
@@ -244,12 +297,23 @@ int Main(int argc, char** argv) {
   options.events = &std::cout;
   options.command_line = original_arguments;
   options.source_dir = std::filesystem::path(*path).parent_path().string();
+  options.stop_signal = &g_stop_signal;
+  InstallStopSignalHandlers(resolved->checkpoint().checkpoint_on_signal());
   auto summary = Train(*resolved, options);
   if (!summary.ok()) {
+    if (summary.status().code() == absl::StatusCode::kCancelled) {
+      // A rank stopped by another rank's signal ends as if it had got it.
+      const int signal = g_stop_signal.load();
+      return Fail(128 + (signal != 0 ? signal : SIGTERM), summary.status());
+    }
     const bool input_error = summary.status().code() == absl::StatusCode::kInvalidArgument ||
                              summary.status().code() == absl::StatusCode::kNotFound ||
                              summary.status().code() == absl::StatusCode::kFailedPrecondition ||
-                             summary.status().code() == absl::StatusCode::kDataLoss;
+                             summary.status().code() == absl::StatusCode::kDataLoss ||
+                             // An image format the decoder does not take, a
+                             // file the run may not read.
+                             summary.status().code() == absl::StatusCode::kUnimplemented ||
+                             summary.status().code() == absl::StatusCode::kPermissionDenied;
     return Fail(input_error ? 2 : 1, summary.status());
   }
   return 0;

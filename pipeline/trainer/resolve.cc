@@ -81,6 +81,7 @@ void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors
   at_least("validate_every_epochs", trainer.validate_every_epochs(), 1);
   at_least("max_validation_batches", trainer.max_validation_batches(), 0);
   at_least("accumulate_steps", trainer.accumulate_steps(), 1);
+  at_least("max_consecutive_skipped_steps", trainer.max_consecutive_skipped_steps(), 0);
   if (trainer.label_smoothing() < 0 || trainer.label_smoothing() >= 1) {
     errors.push_back(absl::StrCat("trainer.label_smoothing: ", trainer.label_smoothing(),
                                   "; must be in [0, 1)"));

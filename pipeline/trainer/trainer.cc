@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +19,7 @@
 #include "ATen/Parallel.h"
 #include "ATen/autocast_mode.h"
 #include "ATen/ops/cross_entropy_loss.h"
+#include "ATen/ops/stack.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -374,6 +377,40 @@ std::vector<EpochPoint> EpochPointsOf(const std::filesystem::path& metrics_path,
   return result;
 }
 
+// The first trainable parameter whose gradient holds a NaN or an Inf, named
+// with which, or "" when every gradient is finite. One float sum per
+// gradient (a single read of it: a fraction of a momentum SGD update's cost,
+// and less than a double sum's): a NaN or Inf element makes it non-finite,
+// and a sum that only overflowed is told apart by an exact look at that one
+// gradient.
+std::string FirstNonFiniteGradient(Model& model) {
+  std::vector<at::Tensor> grads;
+  std::vector<std::string> names;
+  std::vector<at::Tensor> sums;
+  for (const auto& parameter : model.named_parameters()) {
+    const at::Tensor& grad = parameter.value().grad();
+    if (!grad.defined()) continue;
+    grads.push_back(grad);
+    names.push_back(parameter.key());
+    sums.push_back(grad.sum());
+  }
+  if (sums.empty()) return "";
+  const at::Tensor finite = at::stack(sums).isfinite().cpu();
+  if (finite.all().item<bool>()) return "";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (finite[static_cast<int64_t>(i)].item<bool>()) continue;
+    if (grads[i].isfinite().all().item<bool>()) continue;
+    return absl::StrCat("the gradient of parameter ", names[i], " holds ",
+                        grads[i].isnan().any().item<bool>() ? "NaN" : "Inf");
+  }
+  return "";
+}
+
+std::string SignalName(int signal) {
+  const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal";
+  return absl::StrCat(name, " (", strsignal(signal), ")");
+}
+
 at::Tensor RandomState() {
   at::Generator generator = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(generator.mutex());
@@ -616,6 +653,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   double train_seconds = 0;
   int64_t train_images = 0;
   BadSampleReport bad_samples;
+  const int world_size = strategy->world_size();
+  int64_t skipped_in_a_row = 0;
   model->train();
   for (int64_t epoch = resume ? resume->checkpoint.contents.epoch : 0; epoch < epochs; ++epoch) {
     const Clock::time_point epoch_start = Clock::now();
@@ -661,6 +700,10 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         optimizer->param_groups()[g].options().set_lr(base_lr[g] * factor);
       }
       optimizer->zero_grad();
+      // The step's figures join the epoch's only when its update is applied.
+      double step_loss = 0, step_correct = 0;
+      int64_t step_seen = 0;
+      std::optional<double> nonfinite_loss;
       for (int k = 0; k < accumulate; ++k) {
         const Batch& batch = batches[k];
         strategy->SetGradientSynchronization(k + 1 == accumulate);
@@ -671,24 +714,86 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         const int64_t n = batch.labels.size(0);
         const double batch_loss = output.loss.item<double>() * accumulate;
         if (!std::isfinite(batch_loss)) {
-          // Stop before the optimizer writes NaN into the weights; the
-          // checkpoints written so far stay as they are.
-          return absl::FailedPreconditionError(absl::StrFormat(
-              "step %d (epoch %d): the training loss is %f; stopped before the weights were "
-              "updated. Lower the learning rate (optimizer.options.lr) or add warm-up "
-              "(learning_rate.warmup_epochs)",
-              step + 1, epoch + 1, batch_loss));
+          // Decided below, after the step's every batch: under ddp the
+          // other ranks wait in this step's collectives.
+          if (!nonfinite_loss) nonfinite_loss = batch_loss;
+          continue;
         }
-        const double batch_correct = output.logits.argmax(1).eq(batch.labels).sum().item<double>();
-        loss_sum += batch_loss * n;
-        correct += batch_correct;
-        seen += n;
-        window_loss += batch_loss * n;
-        window_correct += batch_correct;
-        window_seen += n;
+        step_loss += batch_loss * n;
+        step_correct += output.logits.argmax(1).eq(batch.labels).sum().item<double>();
+        step_seen += n;
+      }
+      // A non-finite loss is one rank's own, and a stop signal reaches each
+      // rank at its own time: one small sum per step (a slot per rank, then
+      // the stop flag) gives every rank the same verdict at the same step.
+      // Gradients need none: after backward they are the same on every rank.
+      std::vector<int> nonfinite_loss_ranks;
+      bool stop_now = options.stop_signal != nullptr && checkpointing.checkpoint_on_signal() &&
+                      options.stop_signal->load() != 0;
+      if (world_size > 1) {
+        std::vector<double> flags(world_size + 1, 0.0);
+        flags[strategy->rank()] = nonfinite_loss ? 1 : 0;
+        flags[world_size] = stop_now ? 1 : 0;
+        RETURN_IF_ERROR(strategy->SumAcrossProcesses(flags));
+        for (int r = 0; r < world_size; ++r) {
+          if (flags[r] > 0) nonfinite_loss_ranks.push_back(r);
+        }
+        stop_now = flags[world_size] > 0;
+      } else if (nonfinite_loss) {
+        nonfinite_loss_ranks.push_back(0);
+      }
+      std::string nonfinite;
+      if (!nonfinite_loss_ranks.empty()) {
+        nonfinite = world_size == 1
+                        ? absl::StrFormat("the training loss is %f", *nonfinite_loss)
+                        : absl::StrCat("the training loss of rank",
+                                       nonfinite_loss_ranks.size() > 1 ? "s " : " ",
+                                       absl::StrJoin(nonfinite_loss_ranks, ", "),
+                                       " is not finite");
+      } else {
+        nonfinite = FirstNonFiniteGradient(*model);
+      }
+      if (!nonfinite.empty()) {
+        // Before the optimizer writes NaN into the weights; the checkpoints
+        // written so far stay as they are.
+        if (trainer.on_nonfinite() == TrainerConfig::STOP) {
+          return absl::FailedPreconditionError(absl::StrFormat(
+              "step %d (epoch %d): %s; stopped before the weights were updated. Lower the "
+              "learning rate (optimizer.options.lr) or add warm-up "
+              "(learning_rate.warmup_epochs), or leave such steps out with "
+              "trainer.on_nonfinite: SKIP_STEP",
+              step + 1, epoch + 1, nonfinite));
+        }
+        optimizer->zero_grad();
+        ++summary.skipped_steps;
+        ++skipped_in_a_row;
+        if (skipped_in_a_row > trainer.max_consecutive_skipped_steps()) {
+          return absl::FailedPreconditionError(absl::StrFormat(
+              "step %d (epoch %d): %s; %d steps in a row were skipped for non-finite values "
+              "(more than trainer.max_consecutive_skipped_steps: %d), %d in all; stopped. Lower "
+              "the learning rate (optimizer.options.lr) or add warm-up "
+              "(learning_rate.warmup_epochs)",
+              step + 1, epoch + 1, nonfinite, skipped_in_a_row,
+              trainer.max_consecutive_skipped_steps(), summary.skipped_steps));
+        }
+        progress.Line(absl::StrFormat("step %d (epoch %d): %s; skipped this optimizer step (%d "
+                                      "skipped so far, %d in a row)",
+                                      step + 1, epoch + 1, nonfinite, summary.skipped_steps,
+                                      skipped_in_a_row),
+                      /*transient=*/false);
+      } else {
+        skipped_in_a_row = 0;
+        loss_sum += step_loss;
+        correct += step_correct;
+        seen += step_seen;
+        window_loss += step_loss;
+        window_correct += step_correct;
+        window_seen += step_seen;
       }
       const Clock::time_point computed = Clock::now();
-      RETURN_IF_ERROR(CallTorch("optimizer step", [&] { optimizer->step(); }));
+      if (nonfinite.empty()) {
+        RETURN_IF_ERROR(CallTorch("optimizer step", [&] { optimizer->step(); }));
+      }
       if (profile.active()) {
         int64_t images = 0;
         for (const Batch& batch : batches) images += batch.labels.size(0);
@@ -706,7 +811,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       }
       ++step;
       ++epoch_steps;
-      if (step % trainer.log_interval() == 0 || step == total_steps) {
+      // A window of skipped steps only has no figures to show.
+      if ((step % trainer.log_interval() == 0 || step == total_steps) && window_seen > 0) {
         const double elapsed = SecondsSince(epoch_start);
         const double rate = (seen - seen_before) * strategy->world_size() / std::max(elapsed, 1e-9);
         const double eta =
@@ -728,8 +834,11 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         window_loss = window_correct = 0;
         window_seen = 0;
       }
-      if (checkpointing.every_steps() > 0 && step % checkpointing.every_steps() == 0 &&
-          epoch_steps < steps_per_epoch && step < total_steps) {
+      // A stop after the run's last step is no stop: the run ends as usual.
+      const bool stop_here = stop_now && step < total_steps;
+      if ((checkpointing.every_steps() > 0 && step % checkpointing.every_steps() == 0 &&
+           epoch_steps < steps_per_epoch && step < total_steps) ||
+          stop_here) {
         // Every rank adds its sums (the same decision on every rank: the
         // step counts are equal), so the checkpoint holds the whole job's.
         std::vector<double> sums = {loss_sum, correct, static_cast<double>(seen)};
@@ -743,6 +852,15 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
           RETURN_IF_ERROR(
               write_checkpoint(absl::StrCat("checkpoint_step_", step, ".pt"), contents, true));
         }
+      }
+      if (stop_here) {
+        // Another rank's signal stops this one too, asked itself or not.
+        const int own = options.stop_signal != nullptr ? options.stop_signal->load() : 0;
+        return absl::CancelledError(absl::StrFormat(
+            "stopped by %s after step %d (epoch %d), checkpoint_step_%d.pt written in %s; "
+            "continue with --resume=auto",
+            own != 0 ? SignalName(own) : "a signal to another rank", step, epoch + 1, step,
+            output_dir.string()));
       }
     }
     const double epoch_seconds = SecondsSince(epoch_start);
@@ -828,9 +946,15 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   summary.wall_seconds = SecondsSince(run_start);
   const std::string summary_event = absl::StrFormat(
       "{\"event\":\"summary\",\"images_per_sec\":%.2f,\"val_acc\":%.6f,\"val_loss\":%.6f,"
-      "\"train_loss\":%.6f,\"train_acc\":%.6f,\"epochs\":%d,\"steps\":%d,\"wall_s\":%.2f}",
+      "\"train_loss\":%.6f,\"train_acc\":%.6f,\"epochs\":%d,\"steps\":%d,\"wall_s\":%.2f,"
+      "\"skipped_steps\":%d,\"skipped_samples\":%d}",
       summary.images_per_sec, summary.val_accuracy, summary.val_loss, summary.train_loss,
-      summary.train_accuracy, summary.epochs, summary.steps, summary.wall_seconds);
+      summary.train_accuracy, summary.epochs, summary.steps, summary.wall_seconds,
+      summary.skipped_steps, summary.skipped_samples);
+  if (log && summary.skipped_steps > 0) {
+    *log << "train: " << summary.skipped_steps << " of " << summary.steps
+         << " optimizer steps skipped for non-finite values (trainer.on_nonfinite: SKIP_STEP)\n";
+  }
   if (events) *events << summary_event << "\n" << std::flush;
   if (metrics.is_open()) metrics << summary_event << "\n" << std::flush;
   return summary;

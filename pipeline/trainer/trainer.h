@@ -5,6 +5,7 @@
 //   loader -> strategy.ForwardBackward(model, batch) -> optimizer.step
 // with a validation pass, a checkpoint and a metrics line after each epoch.
 
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -27,6 +28,10 @@ struct TrainSummary {
   // Samples that failed to load and were skipped (on_bad_sample: SKIP), all
   // processes, all epochs.
   int64_t skipped_samples = 0;
+  // Optimizer steps left out for a non-finite loss or gradient
+  // (trainer.on_nonfinite: SKIP_STEP), in this run since it started or
+  // resumed.
+  int64_t skipped_steps = 0;
 };
 
 struct RunOptions {
@@ -49,6 +54,11 @@ struct RunOptions {
   // recorded ("" = the working directory).
   std::vector<std::string> command_line;
   std::string source_dir;
+  // The signal (SIGINT, SIGTERM) that asked the run to stop, 0 while none
+  // did; set from a signal handler. With checkpoint.checkpoint_on_signal,
+  // the run writes a step checkpoint after the current step and returns a
+  // kCancelled error naming the signal. Null: never asked.
+  const std::atomic<int>* stop_signal = nullptr;
 };
 
 // Trains as `config` (a resolved config, see ResolveConfig) says.

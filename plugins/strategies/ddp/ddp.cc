@@ -336,8 +336,15 @@ class DdpStrategy : public Strategy {
     }
     torch::NoGradGuard no_grad;
     const double scale = 1.0 / world_size();
-    for (Bucket& bucket : buckets_) {
-      bucket.work->wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      Bucket& bucket = buckets_[b];
+      try {
+        bucket.work->wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
+      } catch (const std::exception& error) {
+        // Gloo names the transport's operation, not which collective.
+        throw std::runtime_error(absl::StrCat("all-reduce of gradient bucket ", b + 1, " of ",
+                                              buckets_.size(), ": ", error.what()));
+      }
       bucket.flat.mul_(scale);
       for (size_t j = 0; j < bucket.parameters.size(); ++j) {
         at::Tensor& p = parameters_[bucket.parameters[j]];
