@@ -231,6 +231,31 @@ TEST(StateDictReaderTest, ReadsTheTrainersCheckpoints) {
   EXPECT_EQ(loaded->contents.resolved_config, "trainer { epochs: 3 }");
 }
 
+// LibTorch's TorchScript importer segfaults on this one-letter change to a
+// class definition in the archive (found by tests/fuzz); the archive does
+// not check its records' CRCs, so only our check stands in between.
+TEST(StateDictReaderTest, ReadCheckpointRejectsDamagedClassSourcesWithoutCrashing) {
+  Tiny model;
+  torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
+  const std::string path = TempPath("damaged_code.pt");
+  ASSERT_TRUE(WriteCheckpoint(path, model, optimizer, CheckpointContents{}).ok());
+  std::filesystem::remove(ChecksumPathOf(path));
+  std::string bytes = ReadBytes(path);
+  const size_t at = bytes.find("  __buffers__ = []");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 18, "  __buffjrs__ = []");
+  WriteBytes(path, bytes);
+
+  auto loaded = ReadCheckpoint(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr(path + ": is not a checkpoint written by train"));
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr("is not an attribute declaration train writes: \"  __buffjrs__ = []\""));
+  EXPECT_FALSE(ReadStateDict(path).ok());
+  EXPECT_FALSE(RestoreOptimizerState(path, optimizer).ok());
+}
+
 TEST(StateDictReaderTest, ReadCheckpointRejectsAStateDictFile) {
   auto loaded = ReadCheckpoint(Fixture("state_dict"));
   ASSERT_FALSE(loaded.ok());
