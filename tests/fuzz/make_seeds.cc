@@ -4,6 +4,9 @@
 // that mutation starts from both sides of every check.
 //
 //   bazel run //tests/fuzz:make_seeds -- $PWD/tests/fuzz/corpus
+//
+// Every file comes out the same each run but checkpoint_*.pt: LibTorch
+// names an optimizer's parameters by their addresses in memory.
 
 #include <png.h>
 #include <zlib.h>
