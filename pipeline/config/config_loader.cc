@@ -299,6 +299,11 @@ absl::Status ApplyPath(Message* message, const std::vector<std::string>& parts, 
 std::string ConfigToText(const Message& message) {
   google::protobuf::TextFormat::Printer printer;
   printer.SetExpandAny(true);
+  // Bytes inside an options Any that no field of its type claims (written
+  // as a raw `value:`, or by a newer plugin) have no effect on a run, and
+  // printed as `6: 63` they would make a config that does not parse: the
+  // resolved config a checkpoint carries must read back.
+  printer.SetHideUnknownFields(true);
   std::string text;
   printer.PrintToString(message, &text);
   return text;

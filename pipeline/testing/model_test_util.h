@@ -15,7 +15,10 @@ namespace testing {
 // it has none.
 inline std::vector<int64_t> ParameterShape(const torch::nn::Module& model,
                                            const std::string& key) {
-  const torch::Tensor* parameter = model.named_parameters().find(key);
+  // named_parameters() returns a fresh dict: it must outlive the pointer
+  // find() gives into it.
+  const auto parameters = model.named_parameters();
+  const torch::Tensor* parameter = parameters.find(key);
   if (parameter == nullptr) {
     ADD_FAILURE() << "no parameter " << key;
     return {};

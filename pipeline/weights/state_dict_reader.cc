@@ -91,6 +91,17 @@ class Unpickler {
   Unpickler(const char* data, size_t size, caffe2::serialize::PyTorchStreamReader& archive)
       : data_(data), size_(size), archive_(archive) {}
 
+  // A pickle can make containers hold each other through its memo; such
+  // shared_ptr cycles would never be freed. Every object made here is
+  // emptied instead (the result's tensors are taken out by then), which
+  // also frees deeply nested containers without deep recursion.
+  ~Unpickler() {
+    for (const ObjectPtr& object : made_) {
+      object->items.clear();
+      object->entries.clear();
+    }
+  }
+
   absl::StatusOr<ObjectPtr> Run() {
     while (true) {
       if (position_ >= size_) return Error("the pickle ends before its STOP opcode (truncated?)");
@@ -108,12 +119,19 @@ class Unpickler {
   }
 
  private:
+  ObjectPtr New(Object::Kind kind) {
+    made_.push_back(Make(kind));
+    return made_.back();
+  }
+
   absl::Status Error(const std::string& message) const {
     return absl::InvalidArgumentError(message);
   }
 
-  absl::Status Need(size_t bytes) const {
-    if (position_ + bytes > size_) return Error("the pickle ends inside an opcode (truncated?)");
+  absl::Status Need(uint64_t bytes) const {
+    // Compared with what is left, not position + bytes, which a length field
+    // near 2^64 would wrap around.
+    if (bytes > size_ - position_) return Error("the pickle ends inside an opcode (truncated?)");
     return absl::OkStatus();
   }
 
@@ -158,7 +176,7 @@ class Unpickler {
     if (auto status = Need(length_bytes); !status.ok()) return status;
     const uint64_t length = ReadLittleEndian(length_bytes);
     if (auto status = Need(length); !status.ok()) return status;
-    auto object = Make(Object::Kind::kString);
+    auto object = New(Object::Kind::kString);
     object->text.assign(data_ + position_, length);
     position_ += length;
     stack_.push_back(object);
@@ -166,7 +184,7 @@ class Unpickler {
   }
 
   absl::Status PushInt(int64_t value) {
-    auto object = Make(Object::Kind::kInt);
+    auto object = New(Object::Kind::kInt);
     object->integer = value;
     stack_.push_back(object);
     return absl::OkStatus();
@@ -176,7 +194,7 @@ class Unpickler {
     if (stack_.size() < count + (marks_.empty() ? 0 : marks_.back())) {
       return Error("a TUPLE opcode finds too few objects");
     }
-    auto tuple = Make(Object::Kind::kTuple);
+    auto tuple = New(Object::Kind::kTuple);
     tuple->items.assign(stack_.end() - count, stack_.end());
     stack_.resize(stack_.size() - count);
     stack_.push_back(tuple);
@@ -239,7 +257,7 @@ class Unpickler {
                                 " elements of ", type, " its tensors need (truncated?)"));
     }
     const size_t expected = length;
-    auto storage = Make(Object::Kind::kStorage);
+    auto storage = New(Object::Kind::kStorage);
     storage->text = key;
     storage->tensor = torch::empty({numel}, torch::TensorOptions().dtype(type_it->second));
     if (expected > 0) std::memcpy(storage->tensor.data_ptr(), bytes.get(), expected);
@@ -275,18 +293,23 @@ class Unpickler {
     ASSIGN_OR_RETURN(std::vector<int64_t> strides, Integers(*args.items[3], "stride"));
     if (sizes.size() != strides.size()) return Error("tensor size and stride differ in length");
     // as_strided would read past the storage on a malformed file; check first.
+    // Sizes and strides near 2^63 would overflow into a small, passing
+    // `last`; such a tensor cannot fit any storage.
     int64_t last = offset;
     bool empty = false;
+    bool overflow = false;
     for (size_t i = 0; i < sizes.size(); ++i) {
       if (sizes[i] < 0 || strides[i] < 0) return Error("tensor with a negative size or stride");
       if (sizes[i] == 0) empty = true;
-      last += (sizes[i] - 1) * strides[i];
+      int64_t reach = 0;
+      overflow |= __builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) ||
+                  __builtin_add_overflow(last, reach, &last);
     }
-    if (offset < 0 || (!empty && last >= storage.numel())) {
+    if (offset < 0 || (!empty && (overflow || last >= storage.numel()))) {
       return Error(absl::StrCat("a tensor reaches past the end of storage ", args.items[0]->text,
                                 " (", storage.numel(), " elements)"));
     }
-    auto tensor = Make(Object::Kind::kTensor);
+    auto tensor = New(Object::Kind::kTensor);
     tensor->tensor = empty ? torch::empty(sizes, storage.options())
                            : storage.as_strided(sizes, strides, offset).clone();
     return tensor;
@@ -301,7 +324,7 @@ class Unpickler {
       if (args.kind != Object::Kind::kTuple || !args.items.empty()) {
         return Error("collections.OrderedDict with arguments");
       }
-      return Make(Object::Kind::kDict);
+      return New(Object::Kind::kDict);
     }
     if (name == "torch._utils._rebuild_tensor_v2") return RebuildTensor(args);
     if (name == "torch._utils._rebuild_parameter") {
@@ -352,11 +375,11 @@ class Unpickler {
         marks_.push_back(stack_.size());
         return absl::OkStatus();
       case ')':  // EMPTY_TUPLE
-        stack_.push_back(Make(Object::Kind::kTuple));
+        stack_.push_back(New(Object::Kind::kTuple));
         return absl::OkStatus();
       case 't': {  // TUPLE
         ASSIGN_OR_RETURN(std::vector<ObjectPtr> items, PopMark());
-        auto tuple = Make(Object::Kind::kTuple);
+        auto tuple = New(Object::Kind::kTuple);
         tuple->items = std::move(items);
         stack_.push_back(tuple);
         return absl::OkStatus();
@@ -365,11 +388,11 @@ class Unpickler {
       case 0x86: return PushTuple(2);  // TUPLE2
       case 0x87: return PushTuple(3);  // TUPLE3
       case ']':                        // EMPTY_LIST
-        stack_.push_back(Make(Object::Kind::kList));
+        stack_.push_back(New(Object::Kind::kList));
         return absl::OkStatus();
       case 'l': {  // LIST
         ASSIGN_OR_RETURN(std::vector<ObjectPtr> items, PopMark());
-        auto list = Make(Object::Kind::kList);
+        auto list = New(Object::Kind::kList);
         list->items = std::move(items);
         stack_.push_back(list);
         return absl::OkStatus();
@@ -390,11 +413,11 @@ class Unpickler {
         return absl::OkStatus();
       }
       case '}':  // EMPTY_DICT
-        stack_.push_back(Make(Object::Kind::kDict));
+        stack_.push_back(New(Object::Kind::kDict));
         return absl::OkStatus();
       case 'd': {  // DICT
         ASSIGN_OR_RETURN(std::vector<ObjectPtr> items, PopMark());
-        stack_.push_back(Make(Object::Kind::kDict));
+        stack_.push_back(New(Object::Kind::kDict));
         return AddEntries(items);
       }
       case 's': {  // SETITEM
@@ -407,11 +430,11 @@ class Unpickler {
         return AddEntries(items);
       }
       case 'N':  // NONE
-        stack_.push_back(Make(Object::Kind::kNone));
+        stack_.push_back(New(Object::Kind::kNone));
         return absl::OkStatus();
       case 0x88:    // NEWTRUE
       case 0x89: {  // NEWFALSE
-        auto object = Make(Object::Kind::kBool);
+        auto object = New(Object::Kind::kBool);
         object->integer = opcode == 0x88;
         stack_.push_back(object);
         return absl::OkStatus();
@@ -441,7 +464,7 @@ class Unpickler {
         uint64_t bits = 0;
         for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(data_[position_ + i]);
         position_ += 8;
-        auto object = Make(Object::Kind::kFloat);
+        auto object = New(Object::Kind::kFloat);
         std::memcpy(&object->real, &bits, sizeof(bits));
         stack_.push_back(object);
         return absl::OkStatus();
@@ -500,7 +523,7 @@ class Unpickler {
       return Error(
           absl::StrCat("the pickle refers to ", name, ", which is not part of a state dict"));
     }
-    auto object = Make(Object::Kind::kGlobal);
+    auto object = New(Object::Kind::kGlobal);
     object->text = name;
     stack_.push_back(object);
     return absl::OkStatus();
@@ -514,6 +537,7 @@ class Unpickler {
   std::vector<size_t> marks_;
   std::map<uint64_t, ObjectPtr> memo_;
   std::map<std::string, ObjectPtr> storages_;
+  std::vector<ObjectPtr> made_;
 };
 
 absl::Status InFile(const std::string& path, const absl::Status& status) {

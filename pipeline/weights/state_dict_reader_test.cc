@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/trainer/checkpoint.h"
 #include "torch/nn/modules/linear.h"
+#include "torch/optim/adam.h"
+#include "torch/optim/adamw.h"
 #include "torch/optim/sgd.h"
 
 namespace pipeline {
@@ -229,6 +232,58 @@ TEST(StateDictReaderTest, ReadsTheTrainersCheckpoints) {
   EXPECT_EQ(loaded->contents.step, 120);
   EXPECT_EQ(loaded->contents.class_names, (std::vector<std::string>{"cat", "dog"}));
   EXPECT_EQ(loaded->contents.resolved_config, "trainer { epochs: 3 }");
+}
+
+// The class sources of every optimizer's saved state (tuples of betas,
+// step counts, per-parameter tensors) pass the check ReadCheckpoint makes
+// before LibTorch imports them.
+TEST(StateDictReaderTest, CheckpointsOfEveryOptimizerAfterAStepReadBack) {
+  Tiny model;
+  std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers;
+  optimizers.push_back(std::make_unique<torch::optim::SGD>(
+      model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true)));
+  optimizers.push_back(std::make_unique<torch::optim::Adam>(
+      model.parameters(), torch::optim::AdamOptions(0.01).amsgrad(true)));
+  optimizers.push_back(std::make_unique<torch::optim::AdamW>(model.parameters(),
+                                                             torch::optim::AdamWOptions(0.01)));
+  for (size_t i = 0; i < optimizers.size(); ++i) {
+    optimizers[i]->zero_grad();
+    model.forward(torch::ones({2, 4})).sum().backward();
+    optimizers[i]->step();
+    const std::string path = TempPath(absl::StrCat("optimizer_", i, ".pt"));
+    CheckpointContents contents;
+    contents.rng_state = torch::ones({8}, torch::kUInt8);
+    ASSERT_TRUE(WriteCheckpoint(path, model, *optimizers[i], contents).ok());
+    auto loaded = ReadCheckpoint(path);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(loaded->model.size(), 2u);
+    EXPECT_TRUE(RestoreOptimizerState(path, *optimizers[i]).ok());
+  }
+}
+
+// LibTorch's TorchScript importer segfaults on this one-letter change to a
+// class definition in the archive (found by tests/fuzz); the archive does
+// not check its records' CRCs, so only our check stands in between.
+TEST(StateDictReaderTest, ReadCheckpointRejectsDamagedClassSourcesWithoutCrashing) {
+  Tiny model;
+  torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
+  const std::string path = TempPath("damaged_code.pt");
+  ASSERT_TRUE(WriteCheckpoint(path, model, optimizer, CheckpointContents{}).ok());
+  std::filesystem::remove(ChecksumPathOf(path));
+  std::string bytes = ReadBytes(path);
+  const size_t at = bytes.find("  __buffers__ = []");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 18, "  __buffjrs__ = []");
+  WriteBytes(path, bytes);
+
+  auto loaded = ReadCheckpoint(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr(path + ": is not a checkpoint written by train"));
+  EXPECT_THAT(loaded.status().message(),
+              HasSubstr("is not an attribute declaration train writes: \"  __buffjrs__ = []\""));
+  EXPECT_FALSE(ReadStateDict(path).ok());
+  EXPECT_FALSE(RestoreOptimizerState(path, optimizer).ok());
 }
 
 TEST(StateDictReaderTest, ReadCheckpointRejectsAStateDictFile) {

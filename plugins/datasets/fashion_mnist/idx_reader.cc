@@ -52,7 +52,10 @@ absl::StatusOr<std::string> ReadMaybeGzippedFile(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << file.rdbuf();
-  std::string raw = buffer.str();
+  return GunzipIfCompressed(buffer.str(), path);
+}
+
+absl::StatusOr<std::string> GunzipIfCompressed(std::string raw, const std::string& path) {
   if (raw.size() < 2 || static_cast<unsigned char>(raw[0]) != 0x1f ||
       static_cast<unsigned char>(raw[1]) != 0x8b) {
     return raw;

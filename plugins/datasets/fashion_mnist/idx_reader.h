@@ -38,6 +38,10 @@ const std::vector<std::string>& FashionMnistClassNames();
 // The whole file, gunzipped when it starts with the gzip magic.
 absl::StatusOr<std::string> ReadMaybeGzippedFile(const std::string& path);
 
+// `raw` gunzipped when it starts with the gzip magic, else `raw` itself;
+// `path` only names it in errors.
+absl::StatusOr<std::string> GunzipIfCompressed(std::string raw, const std::string& path);
+
 }  // namespace pipeline
 
 #endif  // PLUGINS_DATASETS_FASHION_MNIST_IDX_READER_H_
