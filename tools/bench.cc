@@ -184,6 +184,9 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {}) {
   const std::string log = FLAGS_work_dir + "/child_output.txt";
   ProcessResult result;
+  // Unwritten output would otherwise be written again by the child.
+  std::cout.flush();
+  std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     std::FILE* out = std::freopen(log.c_str(), "w", stdout);
