@@ -58,6 +58,11 @@ class Strategy {
   // summed this way so rank 0 reports the figures for the whole data set.
   virtual absl::Status SumAcrossProcesses(std::vector<double>& values) { return absl::OkStatus(); }
 
+  // Seconds this process spent blocked on gradient communication since the
+  // last call: what overlapping it with backward did not hide. 0 for
+  // strategies that do not communicate.
+  virtual double TakeCommunicationWaitSeconds() { return 0; }
+
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }
   // Only this process prints progress and writes checkpoints.

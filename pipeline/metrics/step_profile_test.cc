@@ -19,6 +19,16 @@ TEST(StepProfileTest, AveragesThePhasesOverTheProfiledSteps) {
             "2667 images/s");
 }
 
+TEST(StepProfileTest, CommunicationWaitIsItsOwnPhase) {
+  StepProfile profile(1);
+  // 10 ms of forward+backward, 4 of them blocked on the all-reduce.
+  EXPECT_TRUE(profile.Record(0.0, 0.010, 0.010, 20, 0.004));
+  EXPECT_EQ(profile.Report(1),
+            "profile rank 1, steps 1-1 (20 images each): data wait 0.0 ms/step (0.0%), "
+            "forward+backward 6.0 ms/step (30.0%), communication wait 4.0 ms/step (20.0%), "
+            "optimizer step 10.0 ms/step (50.0%); 1000 images/s");
+}
+
 TEST(StepProfileTest, ZeroStepsProfilesNothing) {
   StepProfile profile(0);
   EXPECT_FALSE(profile.active());

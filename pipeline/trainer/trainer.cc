@@ -794,13 +794,15 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       if (nonfinite.empty()) {
         RETURN_IF_ERROR(CallTorch("optimizer step", [&] { optimizer->step(); }));
       }
+      // Taken every step, so a profiled step sees only its own.
+      const double communication_wait = strategy->TakeCommunicationWaitSeconds();
       if (profile.active()) {
         int64_t images = 0;
         for (const Batch& batch : batches) images += batch.labels.size(0);
         using Seconds = std::chrono::duration<double>;
         if (profile.Record(Seconds(data_ready - step_start).count(),
                            Seconds(computed - data_ready).count(), SecondsSince(computed),
-                           images)) {
+                           images, communication_wait)) {
           const std::string report = profile.Report(strategy->rank());
           if (primary) {
             progress.Line(report, /*transient=*/false);

@@ -186,6 +186,12 @@ class DdpStrategy : public Strategy {
                      [&] { return model.forward(images.to(device_)).cpu(); });
   }
 
+  double TakeCommunicationWaitSeconds() override {
+    const double seconds = communication_wait_seconds_;
+    communication_wait_seconds_ = 0;
+    return seconds;
+  }
+
   absl::Status SumAcrossProcesses(std::vector<double>& values) override {
     return CallTorch("ddp: summing metrics across ranks", [&] {
       // NCCL reduces only device tensors.
@@ -339,7 +345,10 @@ class DdpStrategy : public Strategy {
     for (size_t b = 0; b < buckets_.size(); ++b) {
       Bucket& bucket = buckets_[b];
       try {
+        const auto wait_start = std::chrono::steady_clock::now();
         bucket.work->wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
+        communication_wait_seconds_ +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       } catch (const std::exception& error) {
         // Gloo names the transport's operation, not which collective.
         throw std::runtime_error(absl::StrCat("all-reduce of gradient bucket ", b + 1, " of ",
@@ -369,6 +378,8 @@ class DdpStrategy : public Strategy {
     }
   }
 
+  // Time FinishGradients spent in wait(), since TakeCommunicationWaitSeconds.
+  double communication_wait_seconds_ = 0;
   DdpOptions options_;
   Rendezvous rendezvous_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
