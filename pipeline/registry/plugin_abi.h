@@ -12,7 +12,9 @@
 
 namespace pipeline {
 
-inline constexpr int kPluginAbiVersion = 1;
+// 2: Transform::AsChannelMap, Strategy::TakeCommunicationWaitSeconds, the
+// trainer and data options of this release.
+inline constexpr int kPluginAbiVersion = 2;
 
 // The exported function train looks up after dlopen.
 inline constexpr char kPluginAbiSymbol[] = "pipeline_plugin_abi_version";
