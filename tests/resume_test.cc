@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/deterministic_run.h"
 #include "pipeline/testing/same_weights.h"
 
 namespace pipeline {
@@ -26,64 +27,9 @@ namespace {
 using ::pipeline::testing::ExpectSameModel;
 using ::testing::HasSubstr;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-// ResNet18 (BatchNorm buffers, momentum SGD) on a small synthetic set:
 // 2 epochs of 48 steps, a checkpoint every 5 steps.
 std::string WriteConfig(const std::string& dir, bool ddp) {
-  std::filesystem::create_directories(dir);
-  const std::string path = dir + "/config.textproto";
-  std::ofstream(path) << absl::StrCat(R"pb(
-    model { name: "resnet" }
-    train_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 384 height: 16 width: 16 channels: 1 num_classes: 3
-          }
-        }
-      }
-      transforms { name: "random_horizontal_flip" }
-      batch_size: )pb",
-                                      ddp ? "4 sampler { name: \"distributed\" }" : "8", R"pb(
-    }
-    validation_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 40 height: 16 width: 16 channels: 1 num_classes: 3 seed_offset: 1
-          }
-        }
-      }
-    }
-    optimizer {
-      name: "sgd"
-      options { [type.googleapis.com/pipeline.SgdOptions] { lr: 0.05 momentum: 0.9 } }
-    }
-    )pb",
-                                      ddp ? R"pb(strategy {
-                                                   name: "ddp"
-                                                   options {
-                                                     [type.googleapis.com/pipeline.DdpOptions] {
-                                                       nproc_per_node: 2
-                                                     }
-                                                   }
-                                                 })pb"
-                                          : "",
-                                      R"pb(
-    trainer { epochs: 2 seed: 3 deterministic: true log_interval: 1 }
-    checkpoint { every_steps: 5 keep_last: 3 }
-    output_dir: ")pb",
-                                      dir, R"pb(/out"
-  )pb");
-  return path;
+  return testing::WriteDeterministicRunConfig(dir, ddp, {384, 40, 3, "every_steps: 5 keep_last: 3"});
 }
 
 int RunTrain(const std::string& arguments, const std::string& log) {
@@ -103,21 +49,21 @@ void KillAndResume(const std::string& dir, const std::string& config, int kill_a
   const std::string epoch_marker = kill_at > 48 ? "epoch 2/2" : "epoch 1/2";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
-    const std::string text = ReadFile(log);
+    const std::string text = testing::ReadFile(log);
     if (text.find(epoch_marker + marker) != std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_EQ(std::system(("pkill -9 " + victim).c_str()), 0) << ReadFile(log);
+  ASSERT_EQ(std::system(("pkill -9 " + victim).c_str()), 0) << testing::ReadFile(log);
   while (!std::filesystem::exists(dir + "/rc") && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  const std::string killed_log = ReadFile(log);
+  const std::string killed_log = testing::ReadFile(log);
   // Killed before the end: no final checkpoint yet.
   ASSERT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_epoch_2.pt")) << killed_log;
   const std::string resumed_log = dir + "/resumed_log";
   ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed_log), 0)
-      << ReadFile(resumed_log);
-  EXPECT_THAT(ReadFile(resumed_log), HasSubstr("resume: continuing from "));
+      << testing::ReadFile(resumed_log);
+  EXPECT_THAT(testing::ReadFile(resumed_log), HasSubstr("resume: continuing from "));
 }
 
 // Flips one byte in the middle of `path`.
@@ -139,7 +85,7 @@ TEST(ResumeTest, KilledAtARandomStepAndResumedEndsBitwiseEqual) {
   const std::string root = ::testing::TempDir() + "/resume_single";
   const std::string reference = WriteConfig(root + "/reference", false);
   ASSERT_EQ(RunTrain("--config=" + reference, root + "/reference/log"), 0)
-      << ReadFile(root + "/reference/log");
+      << testing::ReadFile(root + "/reference/log");
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, false);
   const int kill_at = RandomStep();
@@ -148,14 +94,14 @@ TEST(ResumeTest, KilledAtARandomStepAndResumedEndsBitwiseEqual) {
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");
   // The metrics of the interrupted epoch are whole again after the resume.
-  EXPECT_EQ(ReadFile(root + "/reference/out/checkpoint_best.pt.crc32c").empty(), false);
+  EXPECT_EQ(testing::ReadFile(root + "/reference/out/checkpoint_best.pt.crc32c").empty(), false);
 }
 
 TEST(ResumeTest, TwoProcessDdpKilledAndResumedEndsBitwiseEqual) {
   const std::string root = ::testing::TempDir() + "/resume_ddp";
   const std::string reference = WriteConfig(root + "/reference", true);
   ASSERT_EQ(RunTrain("--config=" + reference, root + "/reference/log"), 0)
-      << ReadFile(root + "/reference/log");
+      << testing::ReadFile(root + "/reference/log");
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, true);
   const int kill_at = RandomStep();
@@ -170,22 +116,22 @@ TEST(ResumeTest, ACorruptedLatestCheckpointIsPassedOverForThePreviousOne) {
   const std::string dir = ::testing::TempDir() + "/resume_corrupt";
   const std::string config = WriteConfig(dir, false);
   ASSERT_EQ(RunTrain("--config=" + config + " --set=trainer.max_steps=20", dir + "/log"), 0)
-      << ReadFile(dir + "/log");
+      << testing::ReadFile(dir + "/log");
   // Steps 10 and 15 are rolling checkpoints, 20 the last one; damage it.
   const std::string latest = dir + "/out/checkpoint_epoch_1.pt";
-  ASSERT_TRUE(std::filesystem::exists(latest)) << ReadFile(dir + "/log");
+  ASSERT_TRUE(std::filesystem::exists(latest)) << testing::ReadFile(dir + "/log");
   Damage(latest);
   const std::string log = dir + "/resumed_log";
   ASSERT_EQ(RunTrain("--config=" + config + " --set=trainer.max_steps=20 --resume=auto", log), 0)
-      << ReadFile(log);
-  EXPECT_THAT(ReadFile(log), HasSubstr("warning: skipping " + latest + ": is corrupted"));
-  EXPECT_THAT(ReadFile(log), HasSubstr("resume: continuing from " + dir +
+      << testing::ReadFile(log);
+  EXPECT_THAT(testing::ReadFile(log), HasSubstr("warning: skipping " + latest + ": is corrupted"));
+  EXPECT_THAT(testing::ReadFile(log), HasSubstr("resume: continuing from " + dir +
                                        "/out/checkpoint_step_15.pt (step 15)"));
   // An explicit --resume of a damaged file is an error, not a crash (the
   // resumed run above wrote a good one in its place; damage it again).
   Damage(latest);
   EXPECT_EQ(RunTrain("--config=" + config + " --resume=" + latest, dir + "/explicit_log"), 2);
-  EXPECT_THAT(ReadFile(dir + "/explicit_log"), HasSubstr(latest + ": is corrupted"));
+  EXPECT_THAT(testing::ReadFile(dir + "/explicit_log"), HasSubstr(latest + ": is corrupted"));
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/deterministic_run.h"
 #include "pipeline/testing/same_weights.h"
 
 namespace pipeline {
@@ -32,64 +33,9 @@ using ::pipeline::testing::ExpectSameModel;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-// ResNet18 (BatchNorm buffers, momentum SGD) in deterministic mode: 2 epochs
-// of 12 steps, one process on batches of 8 or two on 4 + 4.
+// 2 epochs of 12 steps.
 std::string WriteConfig(const std::string& dir, bool ddp) {
-  std::filesystem::create_directories(dir);
-  const std::string path = dir + "/config.textproto";
-  std::ofstream(path) << absl::StrCat(R"pb(
-    model { name: "resnet" }
-    train_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 96 height: 16 width: 16 channels: 1 num_classes: 3
-          }
-        }
-      }
-      transforms { name: "random_horizontal_flip" }
-      batch_size: )pb",
-                                      ddp ? "4 sampler { name: \"distributed\" }" : "8", R"pb(
-    }
-    validation_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 20 height: 16 width: 16 channels: 1 num_classes: 3 seed_offset: 1
-          }
-        }
-      }
-    }
-    optimizer {
-      name: "sgd"
-      options { [type.googleapis.com/pipeline.SgdOptions] { lr: 0.05 momentum: 0.9 } }
-    }
-    )pb",
-                                      ddp ? R"pb(strategy {
-                                                   name: "ddp"
-                                                   options {
-                                                     [type.googleapis.com/pipeline.DdpOptions] {
-                                                       nproc_per_node: 2
-                                                     }
-                                                   }
-                                                 })pb"
-                                          : "",
-                                      R"pb(
-    trainer { epochs: 2 seed: 5 deterministic: true log_interval: 1 }
-    checkpoint { keep_last: 0 }
-    output_dir: ")pb",
-                                      dir, R"pb(/out"
-  )pb");
-  return path;
+  return testing::WriteDeterministicRunConfig(dir, ddp, {96, 20, 5, "keep_last: 0"});
 }
 
 // `tools/train` with `arguments`, its stdout and stderr into `log`; the
@@ -113,7 +59,7 @@ pid_t StartTrain(const std::vector<std::string>& arguments, const std::string& l
 
 bool WaitForText(const std::string& log, const std::string& text, double seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (ReadFile(log).find(text) == std::string::npos) {
+  while (testing::ReadFile(log).find(text) == std::string::npos) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -158,7 +104,7 @@ int RunTrain(const std::string& arguments, const std::string& log) {
 // The N of every "stopped by ... after step N" line of `log`, in order.
 std::vector<int> StoppedAfterSteps(const std::string& log) {
   std::vector<int> steps;
-  const std::string text = ReadFile(log);
+  const std::string text = testing::ReadFile(log);
   const std::regex line("stopped by [^\\n]* after step ([0-9]+) ");
   for (std::sregex_iterator it(text.begin(), text.end(), line), end; it != end; ++it) {
     steps.push_back(std::stoi((*it)[1]));
@@ -171,12 +117,12 @@ TEST(StopSignalTest, SigtermStopsOneProcessAtOnce) {
   const std::string config = WriteConfig(dir, false);
   const std::string log = dir + "/log";
   const pid_t pid = StartTrain({"--config=" + config, "--set=trainer.epochs=50"}, log);
-  ASSERT_TRUE(WaitForText(log, " step 3/", 120)) << ReadFile(log);
+  ASSERT_TRUE(WaitForText(log, " step 3/", 120)) << testing::ReadFile(log);
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   const Exit exit = WaitForExit(pid, 30);
-  EXPECT_EQ(exit.code, 143) << ReadFile(log);
+  EXPECT_EQ(exit.code, 143) << testing::ReadFile(log);
   EXPECT_LT(exit.seconds, 5);
-  EXPECT_THAT(ReadFile(log), HasSubstr("error: stopped by SIGTERM (Terminated)"));
+  EXPECT_THAT(testing::ReadFile(log), HasSubstr("error: stopped by SIGTERM (Terminated)"));
   EXPECT_FALSE(AnyProcessOf(config));
 }
 
@@ -187,12 +133,12 @@ TEST(StopSignalTest, ASecondSigintStopsAtOnceEvenWithCheckpointOnSignal) {
   const pid_t pid = StartTrain({"--config=" + config, "--set=trainer.epochs=50",
                                 "--set=checkpoint.checkpoint_on_signal=true"},
                                log);
-  ASSERT_TRUE(WaitForText(log, " step 3/", 120)) << ReadFile(log);
+  ASSERT_TRUE(WaitForText(log, " step 3/", 120)) << testing::ReadFile(log);
   ASSERT_EQ(::kill(pid, SIGINT), 0);
-  ASSERT_TRUE(WaitForText(log, "send it again to stop at once", 10)) << ReadFile(log);
+  ASSERT_TRUE(WaitForText(log, "send it again to stop at once", 10)) << testing::ReadFile(log);
   ASSERT_EQ(::kill(pid, SIGINT), 0);
   const Exit exit = WaitForExit(pid, 30);
-  const std::string output = ReadFile(log);
+  const std::string output = testing::ReadFile(log);
   // Either the step was still running (the second signal ended it) or it
   // had already finished with its checkpoint; both end as SIGINT says.
   EXPECT_EQ(exit.code, 130) << output;
@@ -204,16 +150,16 @@ TEST(StopSignalTest, CheckpointOnSignalThenResumeEndsBitwiseEqual) {
   const std::string root = ::testing::TempDir() + "/signal_single_resume";
   const std::string reference = WriteConfig(root + "/reference", false);
   ASSERT_EQ(RunTrain("--config=" + reference, root + "/reference/log"), 0)
-      << ReadFile(root + "/reference/log");
+      << testing::ReadFile(root + "/reference/log");
   const std::string dir = root + "/stopped";
   const std::string config = WriteConfig(dir, false);
   const std::string log = dir + "/log";
   const pid_t pid =
       StartTrain({"--config=" + config, "--set=checkpoint.checkpoint_on_signal=true"}, log);
-  ASSERT_TRUE(WaitForText(log, "epoch 1/2 step 4/12", 120)) << ReadFile(log);
+  ASSERT_TRUE(WaitForText(log, "epoch 1/2 step 4/12", 120)) << testing::ReadFile(log);
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   const Exit exit = WaitForExit(pid, 60);
-  const std::string output = ReadFile(log);
+  const std::string output = testing::ReadFile(log);
   EXPECT_EQ(exit.code, 143) << output;
   const std::vector<int> steps = StoppedAfterSteps(log);
   ASSERT_EQ(steps.size(), 1u) << output;
@@ -226,8 +172,8 @@ TEST(StopSignalTest, CheckpointOnSignalThenResumeEndsBitwiseEqual) {
   EXPECT_FALSE(AnyProcessOf(config));
 
   const std::string resumed = dir + "/resumed_log";
-  ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed), 0) << ReadFile(resumed);
-  EXPECT_THAT(ReadFile(resumed), HasSubstr(absl::StrCat("resume: continuing from ", checkpoint)));
+  ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed), 0) << testing::ReadFile(resumed);
+  EXPECT_THAT(testing::ReadFile(resumed), HasSubstr(absl::StrCat("resume: continuing from ", checkpoint)));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");
 }
@@ -240,10 +186,10 @@ TEST(StopSignalTest, SigtermToTheLauncherStopsEveryWorker) {
   const pid_t pid = StartTrain(
       {"--config=" + config, "--set=trainer.epochs=50", "--set=strategy.options.max_restarts=2"},
       log);
-  ASSERT_TRUE(WaitForText(log, " step 3/", 120)) << ReadFile(log);
+  ASSERT_TRUE(WaitForText(log, " step 3/", 120)) << testing::ReadFile(log);
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   const Exit exit = WaitForExit(pid, 30);
-  const std::string output = ReadFile(log);
+  const std::string output = testing::ReadFile(log);
   EXPECT_THAT(output, Not(HasSubstr("launcher: restart")));
   EXPECT_EQ(exit.code, 143) << output;
   EXPECT_LT(exit.seconds, 5);
@@ -258,16 +204,16 @@ TEST(StopSignalTest, DdpRanksAgreeOnTheStepAndResumeEndsBitwiseEqual) {
   const std::string root = ::testing::TempDir() + "/signal_ddp_resume";
   const std::string reference = WriteConfig(root + "/reference", true);
   ASSERT_EQ(RunTrain("--config=" + reference, root + "/reference/log"), 0)
-      << ReadFile(root + "/reference/log");
+      << testing::ReadFile(root + "/reference/log");
   const std::string dir = root + "/stopped";
   const std::string config = WriteConfig(dir, true);
   const std::string log = dir + "/log";
   const pid_t pid =
       StartTrain({"--config=" + config, "--set=checkpoint.checkpoint_on_signal=true"}, log);
-  ASSERT_TRUE(WaitForText(log, "epoch 1/2 step 4/12", 120)) << ReadFile(log);
+  ASSERT_TRUE(WaitForText(log, "epoch 1/2 step 4/12", 120)) << testing::ReadFile(log);
   ASSERT_EQ(::kill(pid, SIGTERM), 0);
   const Exit exit = WaitForExit(pid, 60);
-  const std::string output = ReadFile(log);
+  const std::string output = testing::ReadFile(log);
   EXPECT_EQ(exit.code, 143) << output;
   // Each rank says where it stopped: the same step.
   const std::vector<int> steps = StoppedAfterSteps(log);
@@ -280,8 +226,8 @@ TEST(StopSignalTest, DdpRanksAgreeOnTheStepAndResumeEndsBitwiseEqual) {
   EXPECT_FALSE(AnyProcessOf(config));
 
   const std::string resumed = dir + "/resumed_log";
-  ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed), 0) << ReadFile(resumed);
-  EXPECT_THAT(ReadFile(resumed), HasSubstr(absl::StrCat("resume: continuing from ", checkpoint)));
+  ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed), 0) << testing::ReadFile(resumed);
+  EXPECT_THAT(testing::ReadFile(resumed), HasSubstr(absl::StrCat("resume: continuing from ", checkpoint)));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");
 }
