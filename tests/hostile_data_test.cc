@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/command.h"
 #include "plugins/datasets/image_folder/image_codec.h"
 
 namespace pipeline {
@@ -32,21 +33,10 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
+using Result = testing::CommandResult;
 
 Result RunTrain(const std::string& arguments) {
-  const std::string command = "tools/train " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  Result result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return testing::RunCommand("tools/train " + arguments);
 }
 
 void WriteFile(const fs::path& path, const std::string& bytes) {
