@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/testing/command.h"
 #include "plugins/datasets/image_folder/image_codec.h"
+#include "plugins/datasets/image_folder/libpng_writer.h"
 
 namespace pipeline {
 namespace {
@@ -57,21 +58,12 @@ Image Noise(int height, int width, int channels, uint32_t seed) {
   return image;
 }
 
-// PNG layouts the project's encoder does not write, through libpng's
-// simplified writer.
+// Fails the test when libpng refuses the image.
 std::string LibpngPng(int width, int height, uint32_t format, const void* pixels,
                       const void* colormap = nullptr, int colormap_entries = 0) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = width;
-  image.height = height;
-  image.format = format;
-  image.colormap_entries = colormap_entries;
-  png_alloc_size_t size = 0;
-  EXPECT_TRUE(png_image_write_get_memory_size(image, size, 0, pixels, 0, colormap));
-  std::string bytes(size, '\0');
-  EXPECT_TRUE(png_image_write_to_memory(&image, bytes.data(), &size, 0, pixels, 0, colormap));
-  bytes.resize(size);
+  std::string bytes =
+      EncodePngWithLibpng(width, height, format, pixels, colormap, colormap_entries);
+  EXPECT_FALSE(bytes.empty()) << "libpng could not write the test image";
   return bytes;
 }
 

@@ -24,6 +24,7 @@
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "plugins/datasets/image_folder/image_codec.h"
+#include "plugins/datasets/image_folder/libpng_writer.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
 
@@ -88,23 +89,6 @@ Image Pattern(int height, int width, int channels) {
   return image;
 }
 
-// libpng's simplified API, for the PNG kinds our own encoder never writes:
-// alpha, 16-bit samples, a palette.
-std::string SimplePng(int width, int height, uint32_t format, const void* pixels,
-                      const void* colormap = nullptr, int colormap_entries = 0) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = width;
-  image.height = height;
-  image.format = format;
-  image.colormap_entries = colormap_entries;
-  png_alloc_size_t size = 0;
-  png_image_write_to_memory(&image, nullptr, &size, 0, pixels, 0, colormap);
-  std::string out(size, '\0');
-  png_image_write_to_memory(&image, out.data(), &size, 0, pixels, 0, colormap);
-  out.resize(size);
-  return out;
-}
 
 void ImageSeeds(const fs::path& dir) {
   const std::string gray_png = *EncodePng(Pattern(7, 5, 1));
@@ -116,15 +100,15 @@ void ImageSeeds(const fs::path& dir) {
   Write(dir / "rgb_8x16_q50_420.jpg", rgb_jpeg);
   Write(dir / "rgb_9x17_q95_444.jpg", *EncodeJpeg(Pattern(9, 17, 3), 95));
   const Image rgba = Pattern(3, 5, 4);
-  Write(dir / "rgba_3x5.png", SimplePng(5, 3, PNG_FORMAT_RGBA, rgba.u8.data()));
+  Write(dir / "rgba_3x5.png", EncodePngWithLibpng(5, 3, PNG_FORMAT_RGBA, rgba.u8.data()));
   std::vector<uint16_t> gray16(4 * 4);
   for (size_t i = 0; i < gray16.size(); ++i) gray16[i] = static_cast<uint16_t>(i * 4099);
-  Write(dir / "gray16_4x4.png", SimplePng(4, 4, PNG_FORMAT_LINEAR_Y, gray16.data()));
+  Write(dir / "gray16_4x4.png", EncodePngWithLibpng(4, 4, PNG_FORMAT_LINEAR_Y, gray16.data()));
   const uint8_t palette[] = {0, 0, 0, 255, 0, 0, 0, 255, 0, 0, 0, 255};
   std::vector<uint8_t> indices(6 * 6);
   for (size_t i = 0; i < indices.size(); ++i) indices[i] = static_cast<uint8_t>(i % 4);
   Write(dir / "palette_6x6.png",
-        SimplePng(6, 6, PNG_FORMAT_RGB_COLORMAP, indices.data(), palette, 4));
+        EncodePngWithLibpng(6, 6, PNG_FORMAT_RGB_COLORMAP, indices.data(), palette, 4));
   Write(dir / "rgb_truncated.png", rgb_png.substr(0, rgb_png.size() * 2 / 3));
   Write(dir / "rgb_truncated.jpg", rgb_jpeg.substr(0, rgb_jpeg.size() * 2 / 3));
 }
