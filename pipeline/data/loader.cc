@@ -4,6 +4,7 @@
 
 #include "ATen/ops/empty.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/util/simd.h"
 
 namespace pipeline {
 namespace {
@@ -52,28 +53,58 @@ bool FitsChannelMaps(const Image& image, const std::vector<ChannelMap>& maps) {
   return true;
 }
 
-bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
-  if (maps.empty()) {
-    WriteChw(image, out);
-    return true;
+namespace {
+
+// Copies `count` pixels of every channel from HWC `in` (pixel `begin` on)
+// into the CHW planes at `out`, `plane` values apart, as floats.
+template <int kChannels, typename T>
+PIPELINE_SIMD_INLINE void DeinterleaveChunk(const T* in, size_t count, size_t plane, float* out) {
+  if constexpr (kChannels == 1) {
+    for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(in[i]);
+  } else {
+    // One pass over the pixels writing every plane: a loop per channel would
+    // read the interleaved input kChannels times, strided.
+    float* planes[kChannels];
+    for (int c = 0; c < kChannels; ++c) planes[c] = out + c * plane;
+    for (size_t i = 0; i < count; ++i) {
+      for (int c = 0; c < kChannels; ++c) planes[c][i] = static_cast<float>(in[i * kChannels + c]);
+    }
   }
-  if (!FitsChannelMaps(image, maps)) return false;
+}
+
+template <typename T>
+PIPELINE_SIMD_INLINE void DeinterleaveChunk(const T* in, int channels, size_t count, size_t plane, float* out) {
+  switch (channels) {
+    case 1:
+      return DeinterleaveChunk<1>(in, count, plane, out);
+    case 3:
+      return DeinterleaveChunk<3>(in, count, plane, out);
+    default:
+      for (int c = 0; c < channels; ++c) {
+        for (size_t i = 0; i < count; ++i) {
+          out[c * plane + i] = static_cast<float>(in[i * channels + c]);
+        }
+      }
+  }
+}
+
+// WriteChwMapped's loops, for an image FitsChannelMaps takes.
+PIPELINE_SIMD_INLINE void WriteChwMappedBody(const Image& image,
+                                             const std::vector<ChannelMap>& maps, float* out) {
   const int channels = image.channels;
   const size_t pixels = image.pixel_count();
   // A chunk at a time, so every map reads what the copy just wrote from L1.
   constexpr size_t kChunk = 1024;
-  for (int c = 0; c < channels; ++c) {
-    auto at = [c](const std::vector<float>& v) { return v.size() == 1 ? v[0] : v[c]; };
-    for (size_t begin = 0; begin < pixels; begin += kChunk) {
-      const size_t count = std::min(kChunk, pixels - begin);
+  for (size_t begin = 0; begin < pixels; begin += kChunk) {
+    const size_t count = std::min(kChunk, pixels - begin);
+    if (image.is_float()) {
+      DeinterleaveChunk(image.f32.data() + begin * channels, channels, count, pixels, out + begin);
+    } else {
+      DeinterleaveChunk(image.u8.data() + begin * channels, channels, count, pixels, out + begin);
+    }
+    for (int c = 0; c < channels; ++c) {
+      auto at = [c](const std::vector<float>& v) { return v.size() == 1 ? v[0] : v[c]; };
       float* chunk = out + c * pixels + begin;
-      if (image.is_float()) {
-        const float* in = image.f32.data() + begin * channels + c;
-        for (size_t i = 0; i < count; ++i) chunk[i] = in[i * channels];
-      } else {
-        const uint8_t* in = image.u8.data() + begin * channels + c;
-        for (size_t i = 0; i < count; ++i) chunk[i] = static_cast<float>(in[i * channels]);
-      }
       for (const ChannelMap& map : maps) {
         const float multiply = at(map.multiply), subtract = at(map.subtract),
                     divide = at(map.divide);
@@ -81,6 +112,30 @@ bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, flo
         for (size_t i = 0; i < count; ++i) chunk[i] = (chunk[i] * multiply - subtract) / divide;
       }
     }
+  }
+}
+
+// The same loops compiled twice (pipeline/util/simd.h).
+void WriteChwMappedBaseline(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
+  WriteChwMappedBody(image, maps, out);
+}
+PIPELINE_TARGET_AVX2 void WriteChwMappedAvx2(const Image& image,
+                                             const std::vector<ChannelMap>& maps, float* out) {
+  WriteChwMappedBody(image, maps, out);
+}
+
+}  // namespace
+
+bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
+  if (maps.empty()) {
+    WriteChw(image, out);
+    return true;
+  }
+  if (!FitsChannelMaps(image, maps)) return false;
+  if (UseAvx2()) {
+    WriteChwMappedAvx2(image, maps, out);
+  } else {
+    WriteChwMappedBaseline(image, maps, out);
   }
   return true;
 }

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/util/simd.h"
 #include "absl/strings/str_cat.h"
 
 namespace pipeline {
@@ -167,6 +168,47 @@ TEST(LoaderTest, ChannelMapsRunInTheBatchWriteBitwiseAsTheTransforms) {
     at::Tensor expected = at::empty({3, sample->image.height, sample->image.width}, at::kFloat);
     WriteChw(sample->image, expected.data_ptr<float>());
     EXPECT_TRUE(batches[index / 4].images[index % 4].equal(expected)) << index;
+  }
+}
+
+// The batch write's AVX2 build does the same arithmetic as the baseline one:
+// a run's batches do not depend on the machine's instruction set.
+TEST(LoaderTest, BatchWriteIsBitwiseTheSameUnderBothBuilds) {
+  const std::vector<ChannelMap> maps = {
+      ChannelMap{.multiply = {1.0f / 255}, .takes_uint8 = true, .takes_float = false},
+      ChannelMap{.subtract = {0.485f, 0.456f, 0.406f, 0.5f}, .divide = {0.229f, 0.224f, 0.225f, 0.3f}}};
+  for (int channels : {1, 3, 4}) {
+    Image image;
+    image.height = 37;
+    image.width = 61;  // more than one 1024-pixel chunk, and a remainder
+    image.channels = channels;
+    for (size_t i = 0; i < image.pixel_count() * channels; ++i) {
+      image.u8.push_back(static_cast<uint8_t>(i * 7919 % 251));
+    }
+    std::vector<ChannelMap> fitting = maps;
+    if (channels != 4) {
+      fitting[1].subtract.resize(channels == 3 ? 3 : 1);
+      fitting[1].divide.resize(channels == 3 ? 3 : 1);
+    }
+    std::vector<float> baseline(image.pixel_count() * channels), avx2(baseline.size());
+    SetSimdLevelForTesting(SimdLevel::kBaseline);
+    ASSERT_TRUE(WriteChwMapped(image, fitting, baseline.data()));
+    SetSimdLevelForTesting(SimdLevel::kAvx2);
+    ASSERT_TRUE(WriteChwMapped(image, fitting, avx2.data()));
+    EXPECT_EQ(baseline, avx2) << channels << " channels";
+    // And both are the maps applied one value at a time.
+    for (int c = 0; c < channels; ++c) {
+      for (size_t p = 0; p < image.pixel_count(); ++p) {
+        float v = static_cast<float>(image.u8[p * channels + c]);
+        for (const ChannelMap& map : fitting) {
+          auto at = [c](const std::vector<float>& values) {
+            return values.size() == 1 ? values[0] : values[c];
+          };
+          v = (v * at(map.multiply) - at(map.subtract)) / at(map.divide);
+        }
+        ASSERT_EQ(baseline[c * image.pixel_count() + p], v) << c << " " << p;
+      }
+    }
   }
 }
 

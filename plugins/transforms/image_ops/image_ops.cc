@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/util/simd.h"
 
 namespace pipeline {
 namespace image_ops {
@@ -32,12 +34,12 @@ template <typename T>
 T Store(float value);
 
 template <>
-inline float Store<float>(float value) {
+PIPELINE_SIMD_INLINE float Store<float>(float value) {
   return value;
 }
 
 template <>
-inline uint8_t Store<uint8_t>(float value) {
+PIPELINE_SIMD_INLINE uint8_t Store<uint8_t>(float value) {
   value = std::min(std::max(value, 0.0f), 255.0f);
   // Adding and subtracting 1.5 * 2^23 rounds to an integer half to even (the
   // FPU's default mode), like torch.round, in two adds that vectorize, where
@@ -73,36 +75,40 @@ int NearestSource(int in_size, int out_size, int dst) {
   return std::min(static_cast<int>(std::floor(static_cast<float>(dst) * scale)), in_size - 1);
 }
 
-// Bilinear in two passes per output row: the two source rows it needs are
-// blended over the region's columns (contiguous, so the loop vectorizes), then
-// that row is interpolated along x through per-element tables (pixel and
-// channel), flat over out_width * channels values. Blending rows first does
-// one pass over region_width values per output row where x-first would do
-// two x-interpolations of out_width values; exact arithmetic is the same
-// either way, and float rounding differs by an ulp.
-template <typename T>
-void ResizeBilinear(const Image& image, const Region& region, Image& out) {
-  const int channels = image.channels;
+// Bilinear in two passes per output row. First the two source rows it needs
+// are blended over the region's columns; then that row is interpolated along
+// x: each output value's two neighbours are gathered into two contiguous rows
+// (plain loads and stores, per pixel, unrolled over channels) and blended in
+// one loop that vectorizes, rounding and clamping included. Blending rows
+// first does one pass over region_width values per output row where x-first
+// would do two x-interpolations of out_width values; exact arithmetic is the
+// same either way, and float rounding differs by an ulp. kChannels is the
+// channel count when it is known at compile time (1 or 3, nearly every
+// image); 0 reads it at run time.
+template <int kChannels, typename T>
+PIPELINE_SIMD_INLINE void ResizeBilinearT(const Image& image, const Region& region, Image& out) {
+  const int channels = kChannels > 0 ? kChannels : image.channels;
   const size_t src_stride = static_cast<size_t>(image.width) * channels;
   const int row_len = out.width * channels;
   const int region_len = region.width * channels;
-  std::vector<int> x0(row_len), x1(row_len);
+  // Offsets (in values) of each output pixel's two source pixels, and the
+  // weights of each output value.
+  std::vector<int> x0(out.width), x1(out.width);
   std::vector<float> wx0(row_len), wx1(row_len);
   for (int ox = 0; ox < out.width; ++ox) {
     int i0, i1;
     float w0, w1;
     LinearSource(region.width, out.width, ox, &i0, &i1, &w0, &w1);
+    x0[ox] = i0 * channels;
+    x1[ox] = i1 * channels;
     for (int c = 0; c < channels; ++c) {
-      const int k = ox * channels + c;
-      x0[k] = i0 * channels + c;
-      x1[k] = i1 * channels + c;
-      wx0[k] = w0;
-      wx1[k] = w1;
+      wx0[ox * channels + c] = w0;
+      wx1[ox * channels + c] = w1;
     }
   }
 
   const T* src = ConstPixels<T>(image).data() + static_cast<size_t>(region.left) * channels;
-  std::vector<float> blended(region_len);
+  std::vector<float> blended(region_len), left(row_len), right(row_len);
   T* dst = Pixels<T>(out).data();
   for (int oy = 0; oy < out.height; ++oy) {
     int y0, y1;
@@ -114,10 +120,53 @@ void ResizeBilinear(const Image& image, const Region& region, Image& out) {
     for (int j = 0; j < region_len; ++j) {
       mid[j] = wy0 * static_cast<float>(top[j]) + wy1 * static_cast<float>(bottom[j]);
     }
-    T* out_row = dst + static_cast<size_t>(oy) * row_len;
-    for (int k = 0; k < row_len; ++k) {
-      out_row[k] = Store<T>(wx0[k] * mid[x0[k]] + wx1[k] * mid[x1[k]]);
+    float* l = left.data();
+    float* r = right.data();
+    for (int ox = 0; ox < out.width; ++ox) {
+      const float* a = mid + x0[ox];
+      const float* b = mid + x1[ox];
+      for (int c = 0; c < channels; ++c) {
+        l[ox * channels + c] = a[c];
+        r[ox * channels + c] = b[c];
+      }
     }
+    T* out_row = dst + static_cast<size_t>(oy) * row_len;
+    const float* w0 = wx0.data();
+    const float* w1 = wx1.data();
+    for (int k = 0; k < row_len; ++k) out_row[k] = Store<T>(w0[k] * l[k] + w1[k] * r[k]);
+  }
+}
+
+template <typename T>
+PIPELINE_SIMD_INLINE void ResizeBilinearAnyChannels(const Image& image, const Region& region,
+                                                    Image& out) {
+  switch (image.channels) {
+    case 1:
+      return ResizeBilinearT<1, T>(image, region, out);
+    case 3:
+      return ResizeBilinearT<3, T>(image, region, out);
+    default:
+      return ResizeBilinearT<0, T>(image, region, out);
+  }
+}
+
+// The same loops compiled twice (pipeline/util/simd.h).
+template <typename T>
+void ResizeBilinearBaseline(const Image& image, const Region& region, Image& out) {
+  ResizeBilinearAnyChannels<T>(image, region, out);
+}
+template <typename T>
+PIPELINE_TARGET_AVX2 void ResizeBilinearAvx2(const Image& image, const Region& region,
+                                             Image& out) {
+  ResizeBilinearAnyChannels<T>(image, region, out);
+}
+
+template <typename T>
+void ResizeBilinear(const Image& image, const Region& region, Image& out) {
+  if (UseAvx2()) {
+    ResizeBilinearAvx2<T>(image, region, out);
+  } else {
+    ResizeBilinearBaseline<T>(image, region, out);
   }
 }
 
