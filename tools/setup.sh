@@ -9,7 +9,7 @@ PACKAGES=(
   # Libraries the runner links.
   libtorch-dev libgloo-dev libabsl-dev libgflags-dev libgoogle-glog-dev
   libgtest-dev libgmock-dev libprotobuf-dev protobuf-compiler
-  libturbojpeg0-dev libpng-dev zlib1g-dev
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
   # Fast CPU training: an optimised BLAS behind libblas.so.3, and a caching
   # allocator (page faults are very expensive on these machines).
   libopenblas0-pthread libgoogle-perftools4

@@ -279,10 +279,27 @@ absl::StatusOr<Sample> Loader::LoadSample(int64_t index, int64_t epoch) const {
 }
 
 absl::StatusOr<Sample> Loader::LoadSampleUpTo(int64_t index, int64_t epoch, size_t end) const {
-  absl::StatusOr<Sample> sample = dataset_->Get(index);
-  if (!sample.ok()) return sample.status();
   SampleRandom random(options_.seed, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index));
-  for (size_t i = 0; i < end; ++i) {
+  const RegionCrop* crop = end > 0 ? transforms_[0]->AsRegionCrop() : nullptr;
+  absl::StatusOr<Sample> sample;
+  size_t first = 0;
+  if (crop != nullptr) {
+    // The crop picks its region from the image's size, and the dataset
+    // decodes only what that region needs.
+    ImageRegion region;
+    sample = dataset_->GetRegion(
+        index, [&](int height, int width) { return crop->PlanRegion(height, width, random); },
+        &region);
+    if (!sample.ok()) return sample.status();
+    if (absl::Status status = crop->ApplyToRegion(sample->image, region); !status.ok()) {
+      return status;
+    }
+    first = 1;
+  } else {
+    sample = dataset_->Get(index);
+    if (!sample.ok()) return sample.status();
+  }
+  for (size_t i = first; i < end; ++i) {
     if (absl::Status status = transforms_[i]->Apply(sample->image, random); !status.ok()) {
       return status;
     }

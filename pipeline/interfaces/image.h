@@ -2,6 +2,7 @@
 #define PIPELINE_INTERFACES_IMAGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,18 @@ struct Image {
   size_t pixel_count() const { return static_cast<size_t>(height) * width; }
   std::string ShapeString() const;  // "HxWxC"
 };
+
+// A rectangle of an image, in pixels.
+struct ImageRegion {
+  int top = 0;
+  int left = 0;
+  int height = 0;
+  int width = 0;
+};
+
+// Picks the part of an image a caller will use, given the image's full
+// height and width, before its pixels are decoded (see Dataset::GetRegion).
+using RegionPlan = std::function<ImageRegion(int height, int width)>;
 
 // A sample as datasets hand it out: the image and its class index.
 struct Sample {

@@ -29,6 +29,20 @@ struct ChannelMap {
   bool takes_float = true;
 };
 
+// What a crop is when the part of the image it reads depends only on the
+// image's size and its random draws (random_resized_crop). The loader then
+// asks the dataset for just that part (Dataset::GetRegion), so a JPEG is
+// decoded only as far as the crop needs.
+class RegionCrop {
+ public:
+  virtual ~RegionCrop() = default;
+  // The region Apply reads of a height x width image, drawing from `random`
+  // exactly the numbers Apply draws.
+  virtual ImageRegion PlanRegion(int height, int width, SampleRandom& random) const = 0;
+  // The rest of Apply: `region` is where the planned region lies in `image`.
+  virtual absl::Status ApplyToRegion(Image& image, const ImageRegion& region) const = 0;
+};
+
 class Transform {
  public:
   virtual ~Transform() = default;
@@ -36,6 +50,8 @@ class Transform {
   // Set only by transforms that are exactly a ChannelMap and draw no random
   // numbers.
   virtual std::optional<ChannelMap> AsChannelMap() const { return std::nullopt; }
+  // Set only by crops whose Apply is PlanRegion then ApplyToRegion.
+  virtual const RegionCrop* AsRegionCrop() const { return nullptr; }
 };
 
 struct TransformContext {};

@@ -14,7 +14,8 @@ namespace pipeline {
 
 // 2: Transform::AsChannelMap, Strategy::TakeCommunicationWaitSeconds, the
 // trainer and data options of this release.
-inline constexpr int kPluginAbiVersion = 2;
+// 3: Dataset::GetRegion, Transform::AsRegionCrop.
+inline constexpr int kPluginAbiVersion = 3;
 
 // The exported function train looks up after dlopen.
 inline constexpr char kPluginAbiSymbol[] = "pipeline_plugin_abi_version";

@@ -47,6 +47,19 @@ inline constexpr int64_t kMaxImageFileBytes = int64_t{1} << 30;
 absl::StatusOr<Image> DecodeImage(const std::string& bytes, const std::string& path_for_errors,
                                   const DecodeOptions& options = {});
 
+// DecodeImage for a caller that will use only part of the image (a crop).
+// `plan` is called once, with the image's size, before any pixel is decoded;
+// a JPEG is then decoded only as far as the region it returns needs (the
+// region's rows, and its columns rounded out to the file's 8 or 16-pixel
+// blocks). The image returned holds the region at *region_in_image, with
+// exactly the pixels DecodeImage gives there; errors are DecodeImage's, for
+// any region. A PNG is decoded whole, and a region that does not lie inside
+// the image is returned as planned with the whole image.
+absl::StatusOr<Image> DecodeImageRegion(const std::string& bytes,
+                                        const std::string& path_for_errors,
+                                        const DecodeOptions& options, const RegionPlan& plan,
+                                        ImageRegion* region_in_image);
+
 // PNG of a 1-channel (gray) or 3-channel (RGB) uint8 image; lossless.
 absl::StatusOr<std::string> EncodePng(const Image& image);
 

@@ -253,6 +253,120 @@ TEST(ImageCodecTest, OtherImageFormatsAreNamed) {
               HasSubstr("unknown image format (starts with \"BMW part\""));
 }
 
+// A JPEG of `image` (1, 3 or 4 = CMYK channels) written with TurboJPEG's
+// full set of chroma subsamplings and flags.
+std::string TurboJpeg(const Image& image, int subsampling, int flags) {
+  tjhandle handle = tjInitCompress();
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  const int format = image.channels == 1 ? TJPF_GRAY : image.channels == 4 ? TJPF_CMYK : TJPF_RGB;
+  const int result = tjCompress2(handle, image.u8.data(), image.width, 0, image.height, format,
+                                 &buffer, &size, subsampling, 75, flags);
+  EXPECT_EQ(result, 0) << tjGetErrorStr2(handle);
+  std::string bytes(reinterpret_cast<const char*>(buffer), size);
+  tjFree(buffer);
+  tjDestroy(handle);
+  return bytes;
+}
+
+// Decoding only a region skips most of the inverse DCT, upsampling and
+// colour conversion; what it returns must be, bit for bit, the whole
+// decode's pixels in that region: for every chroma subsampling, progressive
+// files, gray and CMYK files, the colour options, and regions touching any
+// edge or a block boundary.
+TEST(ImageCodecTest, RegionDecodeGivesTheWholeDecodesPixelsThere) {
+  struct Kind {
+    std::string name;
+    int channels;
+    int subsampling;
+    int flags;
+  };
+  const std::vector<Kind> kinds = {
+      {"4:4:4", 3, TJSAMP_444, 0},          {"4:2:2", 3, TJSAMP_422, 0},
+      {"4:2:0", 3, TJSAMP_420, 0},          {"4:4:0", 3, TJSAMP_440, 0},
+      {"4:1:1", 3, TJSAMP_411, 0},          {"4:2:0 progressive", 3, TJSAMP_420, TJFLAG_PROGRESSIVE},
+      {"gray", 1, TJSAMP_GRAY, 0},          {"CMYK", 4, TJSAMP_420, 0},
+  };
+  uint32_t state = 99;
+  auto below = [&](int n) {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<int>((state >> 8) % static_cast<uint32_t>(n));
+  };
+  for (auto [height, width] : {std::pair{61, 83}, {375, 500}, {16, 17}}) {
+    for (const Kind& kind : kinds) {
+      // Texture in every channel, so chroma upsampling has edges to smooth.
+      Image original = Pattern(height, width, kind.channels);
+      const Image noise = Noise(height, width, kind.channels);
+      for (size_t i = 0; i < original.u8.size(); ++i) {
+        original.u8[i] = static_cast<uint8_t>(original.u8[i] / 2 + noise.u8[i] / 2);
+      }
+      const std::string jpeg = TurboJpeg(original, kind.subsampling, kind.flags);
+      for (DecodeOptions::Color color :
+           {DecodeOptions::KEEP, DecodeOptions::RGB, DecodeOptions::GRAY}) {
+        auto whole = DecodeImage(jpeg, "x.jpg", {color});
+        ASSERT_TRUE(whole.ok()) << whole.status();
+        for (int trial = 0; trial < 40; ++trial) {
+          ImageRegion wanted;
+          wanted.height = 1 + below(height);
+          wanted.width = 1 + below(width);
+          wanted.top = trial % 4 == 0 ? 0 : below(height - wanted.height + 1);
+          wanted.left = trial % 4 == 1 ? width - wanted.width : below(width - wanted.width + 1);
+          if (trial % 4 == 2) wanted.left = (wanted.left / 16) * 16;
+          int planned_height = 0, planned_width = 0;
+          ImageRegion at;
+          auto part = DecodeImageRegion(
+              jpeg, "x.jpg", {color},
+              [&](int h, int w) {
+                planned_height = h;
+                planned_width = w;
+                return wanted;
+              },
+              &at);
+          ASSERT_TRUE(part.ok()) << part.status();
+          ASSERT_EQ(planned_height, height);
+          ASSERT_EQ(planned_width, width);
+          ASSERT_EQ(part->channels, whole->channels);
+          ASSERT_EQ(at.height, wanted.height);
+          ASSERT_EQ(at.width, wanted.width);
+          ASSERT_GE(at.top, 0);
+          ASSERT_GE(at.left, 0);
+          ASSERT_LE(at.top + at.height, part->height);
+          ASSERT_LE(at.left + at.width, part->width);
+          ASSERT_EQ(part->u8.size(), part->pixel_count() * part->channels);
+          const int channels = whole->channels;
+          for (int y = 0; y < wanted.height; ++y) {
+            for (int x = 0; x < wanted.width; ++x) {
+              for (int c = 0; c < channels; ++c) {
+                const uint8_t expected =
+                    whole->u8[((static_cast<size_t>(wanted.top + y)) * width + wanted.left + x) *
+                                  channels + c];
+                const uint8_t got =
+                    part->u8[((static_cast<size_t>(at.top + y)) * part->width + at.left + x) *
+                                 channels + c];
+                ASSERT_EQ(got, expected)
+                    << kind.name << " " << height << "x" << width << " color " << color
+                    << " region " << wanted.height << "x" << wanted.width << " at " << wanted.top
+                    << "," << wanted.left << ": pixel " << y << "," << x << "," << c;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ImageCodecTest, ARegionDecodeOfACutFileFailsAsTheWholeDecodeDoes) {
+  const std::string jpeg = *EncodeJpeg(Noise(64, 64, 3), 90);
+  const std::string half = jpeg.substr(0, jpeg.size() / 2);
+  ImageRegion at;
+  // The top rows alone are all in the half that is there.
+  auto top = DecodeImageRegion(
+      half, "half.jpg", {}, [](int, int width) { return ImageRegion{0, 0, 8, width}; }, &at);
+  EXPECT_EQ(top.status().message(),
+            "half.jpg: truncated or corrupt JPEG (libjpeg: Premature end of JPEG file)");
+}
+
 TEST(ImageCodecTest, TruncatedJpeg) {
   const std::string jpeg = *EncodeJpeg(Noise(64, 64, 3), 90);
   auto image = DecodeImage(jpeg.substr(0, jpeg.size() / 2), "half.jpg");

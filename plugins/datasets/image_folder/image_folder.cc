@@ -38,6 +38,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/util/edit_distance.h"
+#include "pipeline/util/status_macros.h"
 #include "plugins/datasets/image_folder/image_codec.h"
 #include "plugins/datasets/image_folder/image_folder.pb.h"
 
@@ -168,6 +169,24 @@ class ImageFolderDataset : public Dataset {
   int64_t size() const override { return static_cast<int64_t>(paths_.size()); }
 
   absl::StatusOr<Sample> Get(int64_t index) const override {
+    ASSIGN_OR_RETURN(const std::string bytes, ReadFile(index));
+    ASSIGN_OR_RETURN(Image image, DecodeImage(bytes, paths_[index], decode_options_));
+    return Sample{std::move(image), labels_[index]};
+  }
+
+  absl::StatusOr<Sample> GetRegion(int64_t index, const RegionPlan& plan,
+                                   ImageRegion* region_in_image) const override {
+    ASSIGN_OR_RETURN(const std::string bytes, ReadFile(index));
+    ASSIGN_OR_RETURN(Image image, DecodeImageRegion(bytes, paths_[index], decode_options_, plan,
+                                                    region_in_image));
+    return Sample{std::move(image), labels_[index]};
+  }
+
+  const std::vector<std::string>& class_names() const override { return class_names_; }
+
+ private:
+  // The bytes of sample `index`'s file.
+  absl::StatusOr<std::string> ReadFile(int64_t index) const {
     if (index < 0 || index >= size()) {
       return absl::OutOfRangeError(absl::StrCat("sample ", index, " of ", size()));
     }
@@ -197,17 +216,9 @@ class ImageFolderDataset : public Dataset {
       return absl::DataLossError(absl::StrCat(
           path, ": read error: ", std::error_code(errno, std::generic_category()).message()));
     }
-    auto image = DecodeImage(bytes.str(), path, decode_options_);
-    if (!image.ok()) return image.status();
-    Sample sample;
-    sample.image = std::move(*image);
-    sample.label = labels_[index];
-    return sample;
+    return bytes.str();
   }
 
-  const std::vector<std::string>& class_names() const override { return class_names_; }
-
- private:
   // Read-only after construction: Get() runs on many threads at once.
   const std::vector<std::string> paths_;
   const std::vector<int64_t> labels_;

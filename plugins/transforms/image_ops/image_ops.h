@@ -29,13 +29,7 @@ enum class Interpolation {
   kNearest,
 };
 
-// A rectangle of an image, in pixels.
-struct Region {
-  int top = 0;
-  int left = 0;
-  int height = 0;
-  int width = 0;
-};
+using Region = ImageRegion;
 
 // OK when `image` has positive height, width and channels and exactly one of
 // its buffers holds height * width * channels values. The error starts with

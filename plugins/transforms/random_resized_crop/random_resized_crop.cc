@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kAttempts = 10;
 
-class RandomResizedCropTransform : public Transform {
+class RandomResizedCropTransform : public Transform, public RegionCrop {
  public:
   explicit RandomResizedCropTransform(const RandomResizedCropOptions& options)
       : output_(image_ops::SquareOrExactSize(options)),
@@ -43,14 +43,19 @@ class RandomResizedCropTransform : public Transform {
 
   absl::Status Apply(Image& image, SampleRandom& random) const override {
     RETURN_IF_ERROR(image_ops::CheckImage(image, "random_resized_crop"));
-    const image_ops::Region region = SampleRegion(image.height, image.width, random);
+    return ApplyToRegion(image, PlanRegion(image.height, image.width, random));
+  }
+
+  const RegionCrop* AsRegionCrop() const override { return this; }
+
+  absl::Status ApplyToRegion(Image& image, const ImageRegion& region) const override {
+    RETURN_IF_ERROR(image_ops::CheckImage(image, "random_resized_crop"));
     ASSIGN_OR_RETURN(image, image_ops::ResizeRegion(image, region, output_.height,
                                                     output_.width, interpolation_));
     return absl::OkStatus();
   }
 
- private:
-  image_ops::Region SampleRegion(int height, int width, SampleRandom& random) const {
+  ImageRegion PlanRegion(int height, int width, SampleRandom& random) const override {
     const double area = static_cast<double>(height) * width;
     const double log_ratio_min = std::log(ratio_min_);
     const double log_ratio_max = std::log(ratio_max_);
