@@ -180,10 +180,9 @@ struct ProcessResult {
 // Runs `argv` with `env` added to this process's environment; stdout and
 // stderr together in `output`; the peak resident memory of the child and
 // everything it waited for.
-ProcessResult RunProcess(const std::vector<std::string>& argv,
-                         const std::vector<std::string>& env = {}) {
-  const std::string log = FLAGS_work_dir + "/child_output.txt";
-  ProcessResult result;
+// Starts argv[0] with `env` added, its output going to `log`.
+pid_t StartProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                   const std::string& log) {
   // Unwritten output would otherwise be written again by the child.
   std::cout.flush();
   std::fflush(nullptr);
@@ -199,6 +198,11 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
     ::execv(args[0], args.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+ProcessResult WaitProcess(pid_t pid, const std::string& log) {
+  ProcessResult result;
   int status = 0;
   struct rusage usage {};
   ::wait4(pid, &status, 0, &usage);
@@ -209,6 +213,12 @@ ProcessResult RunProcess(const std::vector<std::string>& argv,
   text << file.rdbuf();
   result.output = text.str();
   return result;
+}
+
+ProcessResult RunProcess(const std::vector<std::string>& argv,
+                         const std::vector<std::string>& env = {}) {
+  const std::string log = FLAGS_work_dir + "/child_output.txt";
+  return WaitProcess(StartProcess(argv, env, log), log);
 }
 
 // The number after "key": in the last line holding `marker`.
@@ -597,32 +607,75 @@ int Main() {
     }
   }
   if (sections.count("ddp")) {
-    double single_rate = 0;
-    for (const bool ddp : {false, true}) {
+    // 1 process, then 2 independent processes at once (the same run twice,
+    // no communication: what two processes get from this machine's cores,
+    // caches and memory, so the most 2 ddp ranks could reach), then ddp.
+    auto config_for = [&](bool ddp, const std::string& output) {
       PipelineConfig run = LoadResolved(ddp ? FLAGS_ddp_config : FLAGS_fashion_mnist_config);
       run.clear_validation_data();
       run.mutable_trainer()->set_threads(1);
       run.mutable_trainer()->set_max_steps(FLAGS_ddp_steps);
       run.mutable_checkpoint()->set_every_epochs(0);
-      run.set_output_dir(FLAGS_work_dir + (ddp ? "/ddp" : "/single"));
-      ProcessResult child = RunProcess(
-          {train, "--config=" + WriteConfig(ddp ? "ddp.textproto" : "single.textproto", run)});
-      const auto rate = JsonNumber(child.output, "\"summary\"", "images_per_sec");
+      run.set_output_dir(FLAGS_work_dir + "/" + output);
+      return run;
+    };
+    auto rate_of = [&](const ProcessResult& child, const std::string& label) {
+      std::optional<double> rate = JsonNumber(child.output, "\"summary\"", "images_per_sec");
       if (child.exit_code != 0 || !rate) {
         std::cerr << "bench: train failed:\n" << Tail(child.output) << "\n";
-        table.Add({ddp ? "ddp" : "single", "failed", "-", "-"});
-        continue;
+        table.Add({label, "failed", "-", "-"});
+        return std::optional<double>();
       }
-      if (!ddp) {
-        single_rate = *rate;
-        table.Add({absl::StrFormat("%s, 1 process x 1 thread, %d steps of %d", run.model().name(),
-                                   FLAGS_ddp_steps, run.train_data().batch_size()),
-                   absl::StrFormat("%.1f", *rate), "-", "-"});
-      } else {
-        table.Add({absl::StrFormat("ddp (gloo), 2 processes x 1 thread, %d steps of %d each",
-                                   FLAGS_ddp_steps, run.train_data().batch_size()),
-                   absl::StrFormat("%.1f", *rate), Ratio(*rate, 2 * single_rate),
-                   "2 x single process"});
+      return rate;
+    };
+    const PipelineConfig single = config_for(false, "single");
+    const std::string single_label =
+        absl::StrFormat("%s, 1 process x 1 thread, %d steps of %d", single.model().name(),
+                        FLAGS_ddp_steps, single.train_data().batch_size());
+    const std::optional<double> single_rate = rate_of(
+        RunProcess({train, "--config=" + WriteConfig("single.textproto", single)}), single_label);
+    if (single_rate) table.Add({single_label, absl::StrFormat("%.1f", *single_rate), "-", "-"});
+
+    std::vector<pid_t> pids;
+    std::vector<std::string> logs;
+    for (int i = 0; i < 2; ++i) {
+      const std::string name = absl::StrCat("independent", i);
+      logs.push_back(FLAGS_work_dir + "/" + name + "_output.txt");
+      pids.push_back(StartProcess(
+          {train, "--config=" + WriteConfig(name + ".textproto", config_for(false, name))}, {},
+          logs.back()));
+    }
+    std::optional<double> independent_rate = 0.0;
+    const std::string independent_label =
+        "the same, 2 independent processes at once (no communication)";
+    for (int i = 0; i < 2; ++i) {
+      const std::optional<double> rate = rate_of(WaitProcess(pids[i], logs[i]), independent_label);
+      independent_rate = rate && independent_rate ? std::optional(*independent_rate + *rate)
+                                                   : std::nullopt;
+    }
+    if (independent_rate && single_rate) {
+      table.Add({independent_label + ", total", absl::StrFormat("%.1f", *independent_rate),
+                 Ratio(*independent_rate, 2 * *single_rate), "2 x single process"});
+    }
+
+    // The shipped ddp config splits the single run's batch over the ranks
+    // (the same global batch, so the same training); the second run keeps
+    // the single run's batch on each rank, as scaling is usually measured.
+    for (const bool same_per_rank : {false, true}) {
+      PipelineConfig ddp = config_for(true, same_per_rank ? "ddp_per_rank" : "ddp");
+      if (same_per_rank) ddp.mutable_train_data()->set_batch_size(single.train_data().batch_size());
+      const std::string ddp_label = absl::StrFormat(
+          "ddp (gloo), 2 processes x 1 thread, %d steps of %d each%s", FLAGS_ddp_steps,
+          ddp.train_data().batch_size(),
+          same_per_rank ? " (the single run's batch on each rank)" : "");
+      const std::optional<double> ddp_rate = rate_of(
+          RunProcess({train, "--config=" + WriteConfig("ddp.textproto", ddp)}), ddp_label);
+      if (!ddp_rate || !single_rate) continue;
+      table.Add({ddp_label, absl::StrFormat("%.1f", *ddp_rate),
+                 Ratio(*ddp_rate, 2 * *single_rate), "2 x single process"});
+      if (independent_rate) {
+        table.Add({"  the same against the 2 independent processes", "-",
+                   Ratio(*ddp_rate, *independent_rate), "2 independent processes"});
       }
     }
   }
