@@ -4,10 +4,12 @@
 // by NaN on one rank. STOP ends the run before the weights change and
 // leaves the last checkpoint as it was; SKIP_STEP leaves those updates out,
 // counts them and gives up after too many in a row; under ddp every rank
-// takes the decision of the rank whose loss was not finite.
+// takes the decision of the rank whose loss was not finite. And a rank that
+// hangs while still running: its peer's collective times out and names it.
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -191,6 +193,33 @@ TEST(NonFiniteTest, DdpRanksStopTogetherForOneRanksNanLoss) {
                                     "updated"));
   EXPECT_TRUE(AllFinite(Read(dir + "/out/checkpoint_step_2.pt")));
   EXPECT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_step_3.pt"));
+}
+
+// A deadlocked peer is still running, so no exit and no stop signal gives it
+// away; rank 0's collective times out, and the store says which rank never
+// came and where it last was.
+TEST(FaultyPeerTest, ARankThatHangsWhileRunningIsNamedByItsPeer) {
+  const std::string dir = ::testing::TempDir() + "/hang";
+  const std::string config = WriteConfig(dir, "hang_at: 3 hang_rank: 1", /*ddp=*/true);
+  const auto start = std::chrono::steady_clock::now();
+  const Result result = RunTrain(dir, config, "--set=strategy.options.timeout_seconds=5");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  // Start-up, two steps, the 5 s timeout and the launcher's grace period for
+  // the hung rank, which ignores SIGTERM while it sleeps.
+  EXPECT_LT(seconds, 60) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr("[rank 0] error: ddp: training step: all-reduce of gradient bucket 1 of "
+                        "1: Operation timed out! (waited up to timeout_seconds: 5); this is "
+                        "collective number "))
+      << result.output;
+  // Step 2 ended with the sum of its metrics; rank 1 hung in step 3's
+  // forward pass, before its gradients.
+  EXPECT_THAT(result.output, HasSubstr(" of this rank, and rank 1 has not reached it: its last "
+                                       "was number "))
+      << result.output;
+  EXPECT_THAT(result.output, HasSubstr(", sum of metrics across ranks\n")) << result.output;
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// model `nonfinite`, a plugin library for tests: average-pooled pixels into
-// a linear head, plus a parameter `poison` (one zero) that the chosen
-// training passes route through sqrt. sqrt(0) * 0 adds nothing to the
+// model `nonfinite`, a plugin library for tests of faults: average-pooled
+// pixels into a linear head, plus a parameter `poison` (one zero) that the
+// chosen training passes route through sqrt. sqrt(0) * 0 adds nothing to the
 // logits, so the loss stays finite, but its gradient there is 0 * inf = NaN:
-// a real non-finite gradient at a known step, for the trainer's check.
+// a real non-finite gradient at a known step, for the trainer's check. It
+// can also make one rank's pass hang forever, for ddp's timeout.
 //
 //   model {
 //     name: "nonfinite"
@@ -10,11 +11,13 @@
 //   }
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ATen/ops/adaptive_avg_pool2d.h"
@@ -35,10 +38,12 @@ class NonFiniteModel : public Model {
  public:
   NonFiniteModel(const NonFiniteModelOptions& options, int64_t channels, int64_t classes)
       : nan_gradient_at_(options.nan_gradient_at().begin(), options.nan_gradient_at().end()) {
-    const char* rank = std::getenv("RANK");
-    if ((rank == nullptr ? 0 : std::atoi(rank)) == options.nan_loss_rank()) {
+    const char* rank_variable = std::getenv("RANK");
+    const int rank = rank_variable == nullptr ? 0 : std::atoi(rank_variable);
+    if (rank == options.nan_loss_rank()) {
       nan_loss_at_.assign(options.nan_loss_at().begin(), options.nan_loss_at().end());
     }
+    if (rank == options.hang_rank()) hang_at_ = options.hang_at();
     fc_ = register_module("fc", torch::nn::Linear(channels * 4 * 4, classes));
     poison_ = register_parameter("poison", at::zeros({1}));
   }
@@ -47,6 +52,7 @@ class NonFiniteModel : public Model {
     torch::Tensor logits = fc_->forward(at::adaptive_avg_pool2d(images, {4, 4}).flatten(1));
     if (!is_training()) return logits;
     ++passes_;
+    while (passes_ == hang_at_) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     auto chosen = [this](const std::vector<int>& passes) {
       return std::find(passes.begin(), passes.end(), passes_) != passes.end();
     };
@@ -61,6 +67,7 @@ class NonFiniteModel : public Model {
  private:
   std::vector<int> nan_gradient_at_;
   std::vector<int> nan_loss_at_;
+  int hang_at_ = 0;  // 0: never
   int passes_ = 0;
   torch::nn::Linear fc_{nullptr};
   torch::Tensor poison_;

@@ -37,6 +37,7 @@
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
+#include "plugins/strategies/ddp/peer_progress.h"
 #include "plugins/strategies/ddp/slurm_nodes.h"
 #include "torch/csrc/autograd/function.h"
 #include "torch/csrc/autograd/variable.h"
@@ -122,10 +123,12 @@ struct Bucket {
 class DdpStrategy : public Strategy {
  public:
   DdpStrategy(const DdpOptions& options, Rendezvous rendezvous,
-              c10::intrusive_ptr<c10d::ProcessGroup> group, torch::Device device)
+              c10::intrusive_ptr<c10d::ProcessGroup> group, c10::intrusive_ptr<c10d::Store> store,
+              torch::Device device)
       : options_(options),
         rendezvous_(std::move(rendezvous)),
         group_(std::move(group)),
+        progress_(std::move(store), rendezvous_.rank, rendezvous_.world_size),
         device_(device) {}
 
   int rank() const override { return rendezvous_.rank; }
@@ -144,7 +147,7 @@ class DdpStrategy : public Strategy {
       // Every replica starts from rank 0's weights and buffers.
       std::vector<at::Tensor> state = model.parameters();
       for (const at::Tensor& b : model.buffers()) state.push_back(b);
-      BroadcastCoalesced(state);
+      BroadcastCoalesced(state, "broadcast of rank 0's initial weights");
       BuildBuckets();
       for (size_t i = 0; i < parameters_.size(); ++i) {
         parameters_[i].register_hook([this, i](const at::Tensor& grad) { OnGradient(i, grad); });
@@ -158,7 +161,7 @@ class DdpStrategy : public Strategy {
     return CallTorch("ddp: training step", [&] {
       if (options_.broadcast_buffers()) {
         std::vector<at::Tensor> buffers = model.buffers();
-        if (!buffers.empty()) BroadcastCoalesced(buffers);
+        if (!buffers.empty()) BroadcastCoalesced(buffers, "broadcast of rank 0's buffers");
       }
       if (synchronize_) {
         for (Bucket& bucket : buckets_) {
@@ -196,22 +199,40 @@ class DdpStrategy : public Strategy {
     return CallTorch("ddp: summing metrics across ranks", [&] {
       // NCCL reduces only device tensors.
       std::vector<at::Tensor> tensors = {torch::tensor(values, torch::kDouble).to(device_)};
-      group_->allreduce(tensors)->wait();
+      const std::string collective = "sum of metrics across ranks";
+      progress_.Enter(collective);
+      Wait(*group_->allreduce(tensors), collective);
       const at::Tensor sums = tensors[0].cpu();
       for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
     });
   }
 
  private:
+  // Waits for `work`, the collective this rank entered last; a timeout
+  // names it and the ranks that never came.
+  void Wait(c10d::Work& work, const std::string& collective) {
+    try {
+      work.wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
+    } catch (const std::exception& error) {
+      // Gloo names the transport's operation, not which collective.
+      // c10's errors carry a backtrace after their first line.
+      throw std::runtime_error(absl::StrCat(collective, ": ", FirstLineOf(error.what()),
+                                            " (waited up to timeout_seconds: ",
+                                            options_.timeout_seconds(), ")",
+                                            progress_.DescribeLaggards()));
+    }
+  }
+
   // One broadcast from rank 0 for many tensors of one dtype each group.
-  void BroadcastCoalesced(std::vector<at::Tensor>& tensors) {
+  void BroadcastCoalesced(std::vector<at::Tensor>& tensors, const std::string& collective) {
     std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
     for (at::Tensor& t : tensors) by_type[t.scalar_type()].push_back(t);
     for (auto& [type, group] : by_type) {
       std::vector<at::Tensor> flat_parts;
       for (const at::Tensor& t : group) flat_parts.push_back(t.detach().reshape({-1}));
       std::vector<at::Tensor> flat = {at::cat(flat_parts)};
-      group_->broadcast(flat)->wait();
+      progress_.Enter(collective);
+      Wait(*group_->broadcast(flat), collective);
       int64_t offset = 0;
       torch::NoGradGuard no_grad;
       for (at::Tensor& t : group) {
@@ -312,8 +333,13 @@ class DdpStrategy : public Strategy {
     }
   }
 
+  std::string BucketName(size_t b) const {
+    return absl::StrCat("all-reduce of gradient bucket ", b + 1, " of ", buckets_.size());
+  }
+
   void Launch(Bucket& bucket) {
     std::vector<at::Tensor> tensors = {bucket.flat};
+    progress_.Enter(BucketName(next_to_launch_));
     bucket.work = group_->allreduce(tensors);
     bucket.launched = true;
   }
@@ -344,16 +370,10 @@ class DdpStrategy : public Strategy {
     const double scale = 1.0 / world_size();
     for (size_t b = 0; b < buckets_.size(); ++b) {
       Bucket& bucket = buckets_[b];
-      try {
-        const auto wait_start = std::chrono::steady_clock::now();
-        bucket.work->wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
-        communication_wait_seconds_ +=
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-      } catch (const std::exception& error) {
-        // Gloo names the transport's operation, not which collective.
-        throw std::runtime_error(absl::StrCat("all-reduce of gradient bucket ", b + 1, " of ",
-                                              buckets_.size(), ": ", error.what()));
-      }
+      const auto wait_start = std::chrono::steady_clock::now();
+      Wait(*bucket.work, BucketName(b));
+      communication_wait_seconds_ +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       bucket.flat.mul_(scale);
       for (size_t j = 0; j < bucket.parameters.size(); ++j) {
         at::Tensor& p = parameters_[bucket.parameters[j]];
@@ -383,6 +403,7 @@ class DdpStrategy : public Strategy {
   DdpOptions options_;
   Rendezvous rendezvous_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  PeerProgress progress_;
   torch::Device device_;
   std::vector<at::Tensor> parameters_;
   std::vector<std::string> names_;  // of parameters_, for errors
@@ -475,6 +496,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
     // do with LOCAL_RANK).
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank));
   }
+  c10::intrusive_ptr<c10d::Store> store;
   auto group = CallTorch(
       absl::StrCat("ddp: rendezvous of ", rendezvous.world_size, " ranks at ",
                    rendezvous.master_addr, ":", rendezvous.master_port, " (rank ",
@@ -485,7 +507,7 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
         store_options.isServer = rendezvous.rank == 0;
         store_options.numWorkers = rendezvous.world_size;
         store_options.timeout = timeout;
-        auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+        store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
         CheckRanksAgree(*store, rendezvous);
 #ifdef USE_C10D_NCCL
         if (options.backend() == DdpOptions::NCCL) {
@@ -509,7 +531,8 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
     }
     return group.status();
   }
-  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group), device);
+  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group),
+                                       std::move(store), device);
 }
 
 PIPELINE_REGISTER_PLUGIN(Strategy, "ddp", DdpOptions,
