@@ -13,6 +13,12 @@ absl::Status NamedSampleError(int64_t index, const absl::Status& status) {
   return absl::Status(status.code(), absl::StrCat("sample ", index, ": ", status.message()));
 }
 
+// Whether `tensor` (a handle the pool holds) is the only thing referring to
+// its memory: no other handle to it, and no view of it.
+bool IsOnlyReference(const at::Tensor& tensor) {
+  return tensor.use_count() == 1 && tensor.storage().use_count() == 1;
+}
+
 absl::Status NothingLoads(int64_t samples, const absl::Status& first_error) {
   return absl::Status(first_error.code(),
                       absl::StrCat("every one of the ", samples,
@@ -238,6 +244,35 @@ absl::StatusOr<std::optional<Batch>> Loader::Next() {
   }
 }
 
+at::Tensor Loader::BatchImages(int64_t n, int64_t channels, int64_t height,
+                               int64_t width) const {
+  const std::vector<int64_t> sizes = {n, channels, height, width};
+  std::lock_guard<std::mutex> lock(pool_mutex_);
+  for (at::Tensor& pooled : image_pool_) {
+    // No batch, view or saved activation of the trainer's uses this memory,
+    // and none can start to except through the pool.
+    if (IsOnlyReference(pooled) && pooled.sizes() == at::IntArrayRef(sizes)) {
+      return pooled;
+    }
+  }
+  at::Tensor images = at::empty(sizes, at::kFloat);
+  const size_t capacity =
+      static_cast<size_t>(options_.prefetch_batches + options_.num_workers) + 2;
+  if (image_pool_.size() < capacity) {
+    image_pool_.push_back(images);
+  } else {
+    // Full of batches still in use (another size, or held on to): replace
+    // one that is free, so the pool follows a change of shape.
+    for (at::Tensor& pooled : image_pool_) {
+      if (IsOnlyReference(pooled)) {
+        pooled = images;
+        break;
+      }
+    }
+  }
+  return images;
+}
+
 bool Loader::IsKnownBad(int64_t index) const {
   std::lock_guard<std::mutex> lock(bad_mutex_);
   return known_bad_.count(index) > 0;
@@ -353,7 +388,7 @@ absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
     if (row == 0) {
       batch_shape = image.ShapeString();
       first_index = index;
-      batch.images = at::empty({end - begin, image.channels, image.height, image.width}, at::kFloat);
+      batch.images = BatchImages(end - begin, image.channels, image.height, image.width);
     } else if (image.ShapeString() != batch_shape) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sample ", index, " is ", image.ShapeString(), " (HxWxC) after its transforms but sample ",

@@ -133,6 +133,10 @@ class Loader {
   // ChannelMaps applied, and the maps too when the image is not what they
   // take (*mapped_in_write = false), so their own errors surface.
   absl::StatusOr<Sample> LoadForBatch(int64_t index, bool* mapped_in_write) const;
+  // An N x C x H x W float tensor for a batch: one handed out before whose
+  // memory nothing refers to any more (the trainer has dropped that batch
+  // and every view of it), or a new one.
+  at::Tensor BatchImages(int64_t n, int64_t channels, int64_t height, int64_t width) const;
   bool IsKnownBad(int64_t index) const;
   void MarkBad(int64_t index) const;
   void WorkerLoop();
@@ -166,6 +170,12 @@ class Loader {
   mutable std::unordered_set<int64_t> known_bad_;
 
   SkippedSamples skipped_;  // the consumer's: written by Next() only
+
+  // Batch tensors for reuse, so a steady run allocates (and page-faults in)
+  // no new batch memory: at most the batches that can be alive at once
+  // (prefetched, in progress, and the trainer's own) plus one.
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<at::Tensor> image_pool_;
 };
 
 }  // namespace pipeline

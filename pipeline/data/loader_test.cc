@@ -212,6 +212,39 @@ TEST(LoaderTest, BatchWriteIsBitwiseTheSameUnderBothBuilds) {
   }
 }
 
+// Batch memory is reused, but never while the trainer still holds the batch
+// or any view of it.
+TEST(LoaderTest, BatchMemoryIsReusedOnlyOnceNothingHoldsIt) {
+  CountingDataset dataset(40);
+  Loader loader(&dataset, {}, {.batch_size = 4, .num_workers = 2, .prefetch_batches = 1});
+  // Held batches (and a view of one) keep their memory and their values.
+  loader.StartEpoch(0, Range(40));
+  std::vector<Batch> held = Drain(loader);
+  ASSERT_EQ(held.size(), 10u);
+  at::Tensor view = held[0].images.narrow(0, 1, 2);
+  std::set<const void*> memory;
+  for (const Batch& batch : held) memory.insert(batch.images.data_ptr());
+  EXPECT_EQ(memory.size(), 10u);
+  for (size_t b = 0; b < held.size(); ++b) {
+    EXPECT_EQ(held[b].images[0][0][0][0].item<float>(), static_cast<float>(4 * b) * (1.0f / 255)) << b;
+  }
+  // Dropped ones are used again: an epoch taken one batch at a time needs
+  // only the pool's few tensors.
+  const void* view_memory = view.data_ptr();
+  held.clear();
+  loader.StartEpoch(1, Range(40));
+  std::set<const void*> reused;
+  while (true) {
+    auto batch = loader.Next();
+    ASSERT_TRUE(batch.ok());
+    if (!batch->has_value()) break;
+    reused.insert((*batch)->images.data_ptr());
+    EXPECT_NE((*batch)->images.narrow(0, 1, 2).data_ptr(), view_memory);
+  }
+  EXPECT_LE(reused.size(), 5u);
+  EXPECT_EQ(view[0][0][0][0].item<float>(), 1.0f * (1.0f / 255));
+}
+
 TEST(LoaderTest, NormalizeOnUint8PixelsStillSaysToAddToFloat) {
   CountingDataset dataset(4);
   auto normalize = testing::CreatePlugin<Transform>(R"pb(

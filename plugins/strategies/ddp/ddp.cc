@@ -115,6 +115,9 @@ struct Bucket {
   std::vector<size_t> parameters;  // indices into DdpStrategy::parameters_
   std::vector<int64_t> offsets;    // element offset of each in `flat`
   at::Tensor flat;
+  // What travels when gradient_compression is FP16: flat / world size, as
+  // float16.
+  at::Tensor compressed;
   size_t ready = 0;
   bool launched = false;
   c10::intrusive_ptr<c10d::Work> work;
@@ -337,8 +340,17 @@ class DdpStrategy : public Strategy {
     return absl::StrCat("all-reduce of gradient bucket ", b + 1, " of ", buckets_.size());
   }
 
+  bool compressed() const { return options_.gradient_compression() == DdpOptions::FP16; }
+
   void Launch(Bucket& bucket) {
     std::vector<at::Tensor> tensors = {bucket.flat};
+    if (compressed()) {
+      torch::NoGradGuard no_grad;
+      bucket.flat.mul_(1.0 / world_size());
+      if (!bucket.compressed.defined()) bucket.compressed = at::empty_like(bucket.flat, at::kHalf);
+      bucket.compressed.copy_(bucket.flat);
+      tensors = {bucket.compressed};
+    }
     progress_.Enter(BucketName(next_to_launch_));
     bucket.work = group_->allreduce(tensors);
     bucket.launched = true;
@@ -374,7 +386,11 @@ class DdpStrategy : public Strategy {
       Wait(*bucket.work, BucketName(b));
       communication_wait_seconds_ +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-      bucket.flat.mul_(scale);
+      if (compressed()) {
+        bucket.flat.copy_(bucket.compressed);  // already divided by the world size
+      } else {
+        bucket.flat.mul_(scale);
+      }
       for (size_t j = 0; j < bucket.parameters.size(); ++j) {
         at::Tensor& p = parameters_[bucket.parameters[j]];
         at::Tensor average = bucket.flat.narrow(0, bucket.offsets[j], p.numel()).view(p.sizes());
