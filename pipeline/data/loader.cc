@@ -29,22 +29,6 @@ absl::Status NothingLoads(int64_t samples, const absl::Status& first_error) {
 
 }  // namespace
 
-void WriteChw(const Image& image, float* out) {
-  const size_t pixels = image.pixel_count();
-  const int channels = image.channels;
-  for (int c = 0; c < channels; ++c) {
-    float* plane = out + c * pixels;
-    if (image.is_float()) {
-      const float* in = image.f32.data() + c;
-      for (size_t i = 0; i < pixels; ++i) plane[i] = in[i * channels];
-    } else {
-      const uint8_t* in = image.u8.data() + c;
-      constexpr float kScale = 1.0f / 255.0f;
-      for (size_t i = 0; i < pixels; ++i) plane[i] = in[i * channels] * kScale;
-    }
-  }
-}
-
 bool FitsChannelMaps(const Image& image, const std::vector<ChannelMap>& maps) {
   const int channels = image.channels;
   for (size_t m = 0; m < maps.size(); ++m) {
@@ -130,7 +114,26 @@ PIPELINE_TARGET_AVX2 void WriteChwMappedAvx2(const Image& image,
   WriteChwMappedBody(image, maps, out);
 }
 
+// The maps applied to an image FitsChannelMaps takes, by the build the CPU
+// runs best.
+void WriteChwFitting(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
+  if (UseAvx2()) {
+    WriteChwMappedAvx2(image, maps, out);
+  } else {
+    WriteChwMappedBaseline(image, maps, out);
+  }
+}
+
 }  // namespace
+
+void WriteChw(const Image& image, float* out) {
+  // uint8 to [0, 1] is to_float's map: v * (1/255); the map's "- 0" and
+  // "/ 1" change no bit.
+  static const std::vector<ChannelMap> kToUnit = {
+      ChannelMap{.multiply = {1.0f / 255.0f}, .takes_uint8 = true, .takes_float = false}};
+  static const std::vector<ChannelMap> kAsIs;
+  WriteChwFitting(image, image.is_float() ? kAsIs : kToUnit, out);
+}
 
 bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
   if (maps.empty()) {
@@ -138,11 +141,7 @@ bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, flo
     return true;
   }
   if (!FitsChannelMaps(image, maps)) return false;
-  if (UseAvx2()) {
-    WriteChwMappedAvx2(image, maps, out);
-  } else {
-    WriteChwMappedBaseline(image, maps, out);
-  }
+  WriteChwFitting(image, maps, out);
   return true;
 }
 

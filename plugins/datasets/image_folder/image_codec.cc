@@ -158,7 +158,16 @@ void OnJpegError(j_common_ptr info) {
   std::longjmp(errors->jump, 1);
 }
 
-bool IsHarmlessJpegWarning(const char* message);
+// libjpeg warnings after which the pixels are still what the file meant:
+// junk between markers (common in files from old cameras and editors, and
+// accepted by PIL and browsers) and metadata we ignore anyway. Every other
+// warning -- above all "Premature end of JPEG file", libjpeg's only signal
+// for a truncated file -- means grey or garbage rows, so it is an error.
+bool IsHarmlessJpegWarning(const char* message) {
+  return absl::StrContains(message, "extraneous bytes before marker") ||
+         absl::StrContains(message, "unknown JFIF revision") ||
+         absl::StrContains(message, "bad ICC marker");
+}
 
 void OnJpegMessage(j_common_ptr info, int level) {
   JpegErrors* errors = ErrorsOf(info);
@@ -247,17 +256,6 @@ struct JpegDecompress {
   JpegDecompress(const JpegDecompress&) = delete;
   JpegDecompress& operator=(const JpegDecompress&) = delete;
 };
-
-// libjpeg warnings after which the pixels are still what the file meant:
-// junk between markers (common in files from old cameras and editors, and
-// accepted by PIL and browsers) and metadata we ignore anyway. Every other
-// warning -- above all "Premature end of JPEG file", libjpeg's only signal
-// for a truncated file -- means grey or garbage rows, so it is an error.
-bool IsHarmlessJpegWarning(const char* message) {
-  return absl::StrContains(message, "extraneous bytes before marker") ||
-         absl::StrContains(message, "unknown JFIF revision") ||
-         absl::StrContains(message, "bad ICC marker");
-}
 
 absl::Status CorruptJpeg(const std::string& path, const std::string& message) {
   // 12-bit and lossless JPEGs are valid files this 8-bit build cannot read.
