@@ -11,6 +11,9 @@
 //               tcmalloc and jemalloc (each a child process)
 //   data        the data pipeline alone, images/s per loader thread: JPEG
 //               ImageFolder at 224 and Fashion-MNIST
+//   kernels     what follows decoding (crop, resize, flip, normalize, batch
+//               write) on decoded images: the runner's loops against ATen's
+//               kernels, 1 thread each
 //   python      the same pipelines in PIL + torchvision (tools/bench_reference.py)
 //   end_to_end  `train` on the JPEG ImageFolder: images/s against the ceiling,
 //               and its peak memory
@@ -24,6 +27,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +37,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -40,10 +45,15 @@
 #include <vector>
 
 #include "ATen/Parallel.h"
+#include "ATen/TensorOperators.h"
 #include "ATen/autocast_mode.h"
 #include "ATen/ops/cross_entropy_loss.h"
+#include "ATen/ops/empty.h"
+#include "ATen/ops/from_blob.h"
 #include "ATen/ops/randint.h"
 #include "ATen/ops/randn.h"
+#include "ATen/ops/tensor.h"
+#include "ATen/ops/upsample_bilinear2d.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -67,8 +77,9 @@
 #include "torch/optim/sgd.h"
 #include "tools/jpeg_corpus.h"
 
-DEFINE_string(sections, "compute,allocator,data,python,end_to_end,ddp",
-              "comma-separated: compute, allocator, data, python, end_to_end, ddp, models");
+DEFINE_string(sections, "compute,allocator,data,kernels,python,end_to_end,ddp",
+              "comma-separated: compute, allocator, data, kernels, python, end_to_end, ddp, "
+              "models");
 DEFINE_string(jpeg_config, "configs/cats_vs_dogs.textproto",
               "config whose model, optimizer and training transforms are measured at 224");
 DEFINE_string(fashion_mnist_config, "configs/single.textproto",
@@ -248,12 +259,33 @@ struct DataResult {
   std::string sample_shape;
 };
 
-// The training data pipeline of `config` (dataset, transforms, loader with
-// one thread), read until min_seconds have passed.
-DataResult DataPipelineRate(const PipelineConfig& config) {
+// The samples of `dataset` decoded once and kept in memory; Get hands out a
+// copy, as a decoding dataset hands out a fresh image. Without GetRegion, so
+// the loader runs the transforms on the whole decoded image.
+class DecodedInMemory : public Dataset {
+ public:
+  explicit DecodedInMemory(const Dataset& dataset, int64_t samples) {
+    for (int64_t i = 0; i < std::min(samples, dataset.size()); ++i) {
+      samples_.push_back(OrDie(dataset.Get(i)));
+    }
+    class_names_ = dataset.class_names();
+  }
+  int64_t size() const override { return static_cast<int64_t>(samples_.size()); }
+  absl::StatusOr<Sample> Get(int64_t index) const override {
+    return samples_[static_cast<size_t>(index)];
+  }
+  const std::vector<std::string>& class_names() const override { return class_names_; }
+  const std::vector<Sample>& samples() const { return samples_; }
+
+ private:
+  std::vector<Sample> samples_;
+  std::vector<std::string> class_names_;
+};
+
+// Images per second the loader (one thread) delivers from `dataset` through
+// `config`'s training transforms.
+DataResult LoaderRate(const PipelineConfig& config, const Dataset& dataset) {
   const DataConfig& data = config.train_data();
-  auto dataset =
-      OrDie(Registry<Dataset>::Global().Create(data.dataset(), {"train", config.trainer().seed()}));
   std::vector<std::unique_ptr<Transform>> owned;
   std::vector<const Transform*> transforms;
   for (const PluginConfig& transform : data.transforms()) {
@@ -265,8 +297,8 @@ DataResult DataPipelineRate(const PipelineConfig& config) {
   options.num_workers = 1;
   options.prefetch_batches = data.prefetch_batches();
   options.seed = config.trainer().seed();
-  Loader loader(dataset.get(), transforms, options);
-  std::vector<int64_t> order(static_cast<size_t>(dataset->size()));
+  Loader loader(&dataset, transforms, options);
+  std::vector<int64_t> order(static_cast<size_t>(dataset.size()));
   std::iota(order.begin(), order.end(), 0);
   int64_t epoch = 0;
   auto next = [&] {
@@ -285,6 +317,86 @@ DataResult DataPipelineRate(const PipelineConfig& config) {
   result.images_per_sec = images / Seconds(start);
   result.sample_shape = OrDie(loader.LoadSample(0, 0)).image.ShapeString();
   return result;
+}
+
+std::unique_ptr<Dataset> TrainDataset(const PipelineConfig& config) {
+  return OrDie(Registry<Dataset>::Global().Create(config.train_data().dataset(),
+                                                  {"train", config.trainer().seed()}));
+}
+
+// The training data pipeline of `config` (dataset, transforms, loader with
+// one worker thread).
+DataResult DataPipelineRate(const PipelineConfig& config) {
+  return LoaderRate(config, *TrainDataset(config));
+}
+
+// What comes after decoding -- random-resized-crop to 224, flip, uint8 to
+// float, normalize, into the batch -- measured on images decoded once,
+// both ways on one thread: through the runner's transforms and loader
+// (image_ops' bilinear resize and the fused batch write), and through
+// ATen's kernels as torchvision's tensor transforms call them
+// (upsample_bilinear2d without antialias, rounded back to uint8 values,
+// then flip and normalize as tensor ops). The crops are drawn the same way
+// (scale 0.08-1, ratio 3/4-4/3), not the same crops.
+struct PostDecodeRates {
+  double image_ops = 0;
+  double aten = 0;
+};
+
+PostDecodeRates PostDecodeRate(const PipelineConfig& config) {
+  const DecodedInMemory decoded(*TrainDataset(config), 200);
+  PostDecodeRates rates;
+  rates.image_ops = LoaderRate(config, decoded).images_per_sec;
+
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const int64_t batch_size = config.train_data().batch_size();
+  const at::Tensor mean = at::tensor({0.485f, 0.456f, 0.406f}).view({1, 3, 1, 1});
+  const at::Tensor deviation = at::tensor({0.229f, 0.224f, 0.225f}).view({1, 3, 1, 1});
+  std::mt19937 random(config.trainer().seed());
+  std::uniform_real_distribution<double> unit(0, 1);
+  size_t next = 0;
+  auto crop = [&](const Image& image) {
+    // torchvision's RandomResizedCrop.get_params, with its fallback to the
+    // whole image.
+    const double area = static_cast<double>(image.height) * image.width;
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      const double target = area * (0.08 + 0.92 * unit(random));
+      const double ratio = std::exp(std::log(0.75) + (std::log(4.0 / 3) - std::log(0.75)) *
+                                                         unit(random));
+      const int w = static_cast<int>(std::lround(std::sqrt(target * ratio)));
+      const int h = static_cast<int>(std::lround(std::sqrt(target / ratio)));
+      if (w > 0 && h > 0 && w <= image.width && h <= image.height) {
+        const int top = static_cast<int>(unit(random) * (image.height - h + 1));
+        const int left = static_cast<int>(unit(random) * (image.width - w + 1));
+        return ImageRegion{top, left, h, w};
+      }
+    }
+    return ImageRegion{0, 0, image.height, image.width};
+  };
+  auto batch = [&] {
+    at::Tensor out = at::empty({batch_size, 3, 224, 224}, at::kFloat);
+    for (int64_t i = 0; i < batch_size; ++i) {
+      const Image& image = decoded.samples()[next++ % decoded.samples().size()].image;
+      const ImageRegion r = crop(image);
+      at::Tensor pixels =
+          at::from_blob(const_cast<uint8_t*>(image.u8.data()), {image.height, image.width, 3},
+                        at::kByte)
+              .narrow(0, r.top, r.height)
+              .narrow(1, r.left, r.width)
+              .permute({2, 0, 1})
+              .unsqueeze(0)
+              .to(at::kFloat);
+      at::Tensor resized =
+          at::upsample_bilinear2d(pixels, {224, 224}, /*align_corners=*/false).round_().clamp_(0,
+                                                                                             255);
+      if (unit(random) < 0.5) resized = resized.flip({3});
+      out[i].copy_(((resized / 255 - mean) / deviation)[0]);
+    }
+  };
+  rates.aten = StepsPerSecond(batch) * static_cast<double>(batch_size);
+  at::set_num_threads(threads);
+  return rates;
 }
 
 // ---- configs written for child runs ----
@@ -452,12 +564,13 @@ int Main() {
     sections.insert(std::string(s));
   }
   for (const std::string& s : sections) {
-    static const std::set<std::string> known = {"compute", "allocator", "data",    "python",
-                                                "end_to_end", "ddp",     "models"};
+    static const std::set<std::string> known = {"compute", "allocator",  "data", "kernels",
+                                                "python",  "end_to_end", "ddp",  "models"};
     if (!known.count(s)) {
       Die(absl::InvalidArgumentError(absl::StrCat(
           "--sections: unknown section \"", s,
-          "\"; choose from compute, allocator, data, python, end_to_end, ddp, models")));
+          "\"; choose from compute, allocator, data, kernels, python, end_to_end, ddp, "
+          "models")));
     }
   }
   fs::create_directories(FLAGS_work_dir);
@@ -560,6 +673,16 @@ int Main() {
     table.Add({absl::StrFormat("data pipeline, 1 thread: Fashion-MNIST %s (in memory) + normalize",
                                fmnist_data->sample_shape),
                absl::StrFormat("%.1f", fmnist_data->images_per_sec), "-", "-"});
+  }
+  if (sections.count("kernels")) {
+    const PostDecodeRates rates = PostDecodeRate(jpeg);
+    table.Add({"after decoding, 1 thread: random_resized_crop 224 + flip + normalize into the "
+               "batch, runner's transforms and loader (image_ops)",
+               absl::StrFormat("%.1f", rates.image_ops), Ratio(rates.image_ops, rates.aten),
+               "ATen kernels"});
+    table.Add({"after decoding, 1 thread: the same with ATen's upsample_bilinear2d, flip and "
+               "tensor arithmetic",
+               absl::StrFormat("%.1f", rates.aten), "1.00", "ATen kernels"});
   }
   if (sections.count("python")) {
     const std::string script = "tools/bench_reference.py";
