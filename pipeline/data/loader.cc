@@ -19,6 +19,10 @@ bool IsOnlyReference(const at::Tensor& tensor) {
   return tensor.use_count() == 1 && tensor.storage().use_count() == 1;
 }
 
+at::TensorOptions PinnedIf(bool pinned, at::ScalarType type) {
+  return at::TensorOptions().dtype(type).pinned_memory(pinned);
+}
+
 absl::Status NothingLoads(int64_t samples, const absl::Status& first_error) {
   return absl::Status(first_error.code(),
                       absl::StrCat("every one of the ", samples,
@@ -246,6 +250,7 @@ absl::StatusOr<std::optional<Batch>> Loader::Next() {
 at::Tensor Loader::BatchImages(int64_t n, int64_t channels, int64_t height,
                                int64_t width) const {
   const std::vector<int64_t> sizes = {n, channels, height, width};
+  if (options_.pin_memory) return at::empty(sizes, PinnedIf(true, at::kFloat));
   std::lock_guard<std::mutex> lock(pool_mutex_);
   for (at::Tensor& pooled : image_pool_) {
     // No batch, view or saved activation of the trainer's uses this memory,
@@ -365,7 +370,7 @@ absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
   const int64_t end =
       std::min<int64_t>(begin + options_.batch_size, static_cast<int64_t>(indices_.size()));
   Batch batch;
-  batch.labels = at::empty({end - begin}, at::kLong);
+  batch.labels = at::empty({end - begin}, PinnedIf(options_.pin_memory, at::kLong));
   int64_t* labels = batch.labels.data_ptr<int64_t>();
   std::string batch_shape;
   int64_t first_index = -1;  // the sample in row 0, for the size-mismatch message

@@ -83,6 +83,11 @@ struct LoaderOptions {
   // mapped onto the training classes by name). Empty = unchanged.
   std::vector<int64_t> label_map;
   BadSamplePolicy on_bad_sample = BadSamplePolicy::kFail;
+  // Batches in pinned host memory, for an asynchronous copy to a CUDA
+  // device. Needs a CUDA build; pinned batches come from LibTorch's caching
+  // host allocator, which knows when a copy that reads one has finished,
+  // instead of this loader's pool, which does not.
+  bool pin_memory = false;
 };
 
 struct Batch {

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <set>
 
+#include "ATen/Context.h"
 #include "ATen/ops/empty.h"
 
 #include "gmock/gmock.h"
@@ -243,6 +244,36 @@ TEST(LoaderTest, BatchMemoryIsReusedOnlyOnceNothingHoldsIt) {
   }
   EXPECT_LE(reused.size(), 5u);
   EXPECT_EQ(view[0][0][0][0].item<float>(), 1.0f * (1.0f / 255));
+}
+
+// Pinned batches need a CUDA build on a machine with a GPU; elsewhere the
+// trainer never asks for them (Strategy::CopiesBatchesToCuda).
+TEST(LoaderTest, PinnedBatchesHoldTheSameValues) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "pinned memory needs CUDA";
+  CountingDataset dataset(12);
+  Loader plain(&dataset, {}, {.batch_size = 4});
+  Loader pinned(&dataset, {}, {.batch_size = 4, .pin_memory = true});
+  plain.StartEpoch(0, Range(12));
+  pinned.StartEpoch(0, Range(12));
+  const std::vector<Batch> expected = Drain(plain);
+  const std::vector<Batch> got = Drain(pinned);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t b = 0; b < got.size(); ++b) {
+    EXPECT_TRUE(got[b].images.is_pinned()) << b;
+    EXPECT_TRUE(got[b].labels.is_pinned()) << b;
+    EXPECT_TRUE(got[b].images.equal(expected[b].images)) << b;
+    EXPECT_TRUE(got[b].labels.equal(expected[b].labels)) << b;
+  }
+}
+
+TEST(LoaderTest, BatchesAreNotPinnedUnlessAsked) {
+  CountingDataset dataset(8);
+  Loader loader(&dataset, {}, {.batch_size = 4});
+  loader.StartEpoch(0, Range(8));
+  for (const Batch& batch : Drain(loader)) {
+    EXPECT_FALSE(batch.images.is_pinned());
+    EXPECT_FALSE(batch.labels.is_pinned());
+  }
 }
 
 TEST(LoaderTest, NormalizeOnUint8PixelsStillSaysToAddToFloat) {

@@ -63,6 +63,10 @@ class Strategy {
   // strategies that do not communicate.
   virtual double TakeCommunicationWaitSeconds() { return 0; }
 
+  // Whether batches are copied from the host to a CUDA device; the loader
+  // then assembles them in pinned memory (data.pin_memory).
+  virtual bool CopiesBatchesToCuda() const { return false; }
+
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }
   // Only this process prints progress and writes checkpoints.

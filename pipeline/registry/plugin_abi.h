@@ -15,7 +15,8 @@ namespace pipeline {
 // 2: Transform::AsChannelMap, Strategy::TakeCommunicationWaitSeconds, the
 // trainer and data options of this release.
 // 3: Dataset::GetRegion, Transform::AsRegionCrop.
-inline constexpr int kPluginAbiVersion = 3;
+// 4: Strategy::CopiesBatchesToCuda, data.pin_memory.
+inline constexpr int kPluginAbiVersion = 4;
 
 // The exported function train looks up after dlopen.
 inline constexpr char kPluginAbiSymbol[] = "pipeline_plugin_abi_version";

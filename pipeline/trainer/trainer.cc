@@ -109,6 +109,7 @@ absl::StatusOr<DataPipeline> BuildData(const std::string& path, const std::strin
       config.num_workers() > 0 ? config.num_workers() : std::max(1, cores - compute_threads);
   loader_options.prefetch_batches = config.prefetch_batches();
   loader_options.drop_last = config.drop_last();
+  loader_options.pin_memory = config.pin_memory() && strategy.CopiesBatchesToCuda();
   loader_options.seed = seed;
   loader_options.label_map = std::move(label_map);
   if (config.on_bad_sample() == DataConfig::SKIP) {
@@ -139,9 +140,10 @@ absl::StatusOr<std::vector<int64_t>> MapClasses(const std::vector<std::string>& 
 }
 
 // trainer.precision: BF16_AUTOCAST runs the forward pass (and its backward)
-// of one step under CPU autocast. The cast cache holds bf16 copies of the
-// weights and is cleared when the scope ends, before the optimizer changes
-// them.
+// of one step under autocast, for CPU and CUDA tensors alike (each device's
+// autocast only sees its own tensors). The cast cache holds bf16 copies of
+// the weights and is cleared when the scope ends, before the optimizer
+// changes them.
 class AutocastScope {
  public:
   explicit AutocastScope(const TrainerConfig& trainer)
@@ -149,10 +151,13 @@ class AutocastScope {
     if (!enabled_) return;
     at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
     at::autocast::set_cpu_enabled(true);
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
   }
   ~AutocastScope() {
     if (!enabled_) return;
     at::autocast::set_cpu_enabled(false);
+    at::autocast::set_enabled(false);
     at::autocast::clear_cache();
   }
   AutocastScope(const AutocastScope&) = delete;

@@ -31,7 +31,7 @@ expect "undefined symbol: _ZN8pipeline24FunctionTrainDoesNotHaveEv" \
   --plugin_library=$here/libmissing_symbol.so --list_plugins
 expect "error: plugin library $here/libnot_a_plugin.so: is not a pipeline plugin library: it does not export pipeline_plugin_abi_version()" \
   --plugin_library=$here/libnot_a_plugin.so --list_plugins
-expect "error: plugin library $here/libwrong_abi.so: was built for plugin ABI version 4, but this binary has version 3; rebuild the library against this source tree" \
+expect "error: plugin library $here/libwrong_abi.so: was built for plugin ABI version 5, but this binary has version 4; rebuild the library against this source tree" \
   --plugin_library=$here/libwrong_abi.so --list_plugins
 expect "error: plugin library $here/libduplicate_name.so: model \"small_cnn\" is registered twice" \
   --plugin_library=$here/libduplicate_name.so --list_plugins
@@ -42,7 +42,7 @@ cat > "$out/config.textproto" <<EOT
 import: "$PWD/examples/tiny_mlp_model/tiny_mlp.textproto"
 plugin_libraries: "$here/libwrong_abi.so"
 EOT
-expect "error: $out/config.textproto: plugin_libraries: plugin library $here/libwrong_abi.so: was built for plugin ABI version 4" \
+expect "error: $out/config.textproto: plugin_libraries: plugin library $here/libwrong_abi.so: was built for plugin ABI version 5" \
   --config="$out/config.textproto"
 # Without any library, tiny_mlp's options are an unknown type: the usual
 # config error, not a crash.

@@ -38,10 +38,13 @@
 namespace pipeline {
 namespace {
 
-// The caller's CPU autocast setting, carried to a replica thread.
+// The caller's autocast settings (CPU and CUDA), carried to a replica
+// thread.
 struct AutocastState {
-  bool enabled = at::autocast::is_cpu_enabled();
-  at::ScalarType dtype = at::autocast::get_autocast_cpu_dtype();
+  bool cpu_enabled = at::autocast::is_cpu_enabled();
+  at::ScalarType cpu_dtype = at::autocast::get_autocast_cpu_dtype();
+  bool cuda_enabled = at::autocast::is_enabled();
+  at::ScalarType cuda_dtype = at::autocast::get_autocast_gpu_dtype();
 };
 
 // On a replica thread for one task. The cast cache (bf16 copies of the
@@ -49,19 +52,24 @@ struct AutocastState {
 // optimizer changes the weights after it.
 class ReplicaAutocast {
  public:
-  explicit ReplicaAutocast(const AutocastState& state) : enabled_(state.enabled) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_cpu_dtype(state.dtype);
-    at::autocast::set_cpu_enabled(true);
+  explicit ReplicaAutocast(const AutocastState& state) : state_(state) {
+    if (state_.cpu_enabled) {
+      at::autocast::set_autocast_cpu_dtype(state_.cpu_dtype);
+      at::autocast::set_cpu_enabled(true);
+    }
+    if (state_.cuda_enabled) {
+      at::autocast::set_autocast_gpu_dtype(state_.cuda_dtype);
+      at::autocast::set_enabled(true);
+    }
   }
   ~ReplicaAutocast() {
-    if (!enabled_) return;
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::clear_cache();
+    if (state_.cpu_enabled) at::autocast::set_cpu_enabled(false);
+    if (state_.cuda_enabled) at::autocast::set_enabled(false);
+    if (state_.cpu_enabled || state_.cuda_enabled) at::autocast::clear_cache();
   }
 
  private:
-  const bool enabled_;
+  const AutocastState state_;
 };
 
 // How many samples of a batch of `n` each of `replicas` replicas gets: as
@@ -149,6 +157,8 @@ class DataParallelStrategy : public Strategy {
       return StepOutput{loss, torch::cat(logits)};
     });
   }
+
+  bool CopiesBatchesToCuda() const override { return devices_[0].is_cuda(); }
 
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
     return CallTorch("data_parallel: inference", [&] {

@@ -37,8 +37,12 @@ class SingleDeviceStrategy : public Strategy {
   }
 
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
-    return CallTorch("inference", [&] { return model.forward(images.to(device_)).cpu(); });
+    return CallTorch("inference", [&] {
+      return model.forward(images.to(device_, /*non_blocking=*/true)).cpu();
+    });
   }
+
+  bool CopiesBatchesToCuda() const override { return device_.is_cuda(); }
 
  private:
   torch::Device device_;

@@ -57,6 +57,19 @@ TEST(SingleDeviceTest, CudaWithoutCudaSaysWhatToDo) {
               HasSubstr("device: \"cuda:0\" needs CUDA, which this build or machine does not have"));
 }
 
+// The loader assembles batches in pinned memory only for a CUDA device.
+TEST(SingleDeviceTest, OnlyACudaDeviceAsksForPinnedBatches) {
+  auto cpu = testing::CreatePlugin<Strategy>(R"pb(name: "single")pb");
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  EXPECT_FALSE((*cpu)->CopiesBatchesToCuda());
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device to check the other case";
+  auto cuda = testing::CreatePlugin<Strategy>(
+      R"pb(name: "single"
+           options { [type.googleapis.com/pipeline.SingleDeviceOptions] { device: "cuda:0" } })pb");
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  EXPECT_TRUE((*cuda)->CopiesBatchesToCuda());
+}
+
 TEST(SingleDeviceTest, UnknownDeviceIsRejected) {
   auto strategy = testing::CreatePlugin<Strategy>(
       R"pb(name: "single"
