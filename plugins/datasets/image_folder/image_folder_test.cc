@@ -256,6 +256,63 @@ TEST(ImageFolderTest, DeletedFileFailsAtGet) {
             (root / "bird/b.jpg").string() + ": cannot open: No such file or directory");
 }
 
+// cache_decoded_mb keeps decodes in memory: with the files gone, the kept
+// images are still served, and a region of one is that part of the image.
+TEST(ImageFolderTest, KeptDecodesAreServedFromMemory) {
+  const fs::path root = MakeTree("kept");
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root, "cache_decoded_mb: 1"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  std::vector<Image> first;
+  for (int64_t i = 0; i < (*dataset)->size(); ++i) {
+    auto sample = (*dataset)->Get(i);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    first.push_back(sample->image);
+  }
+  fs::remove_all(root);
+  for (int64_t i = 0; i < (*dataset)->size(); ++i) {
+    auto sample = (*dataset)->Get(i);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    EXPECT_EQ(sample->image.u8, first[i].u8) << i;
+  }
+  ImageRegion where;
+  auto region = (*dataset)->GetRegion(
+      0, [](int, int) { return ImageRegion{2, 3, 4, 5}; }, &where);
+  ASSERT_TRUE(region.ok()) << region.status();
+  ASSERT_EQ(region->image.height, 4);
+  ASSERT_EQ(region->image.width, 5);
+  EXPECT_EQ(where.top, 0);
+  EXPECT_EQ(where.height, 4);
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 5 * 3; ++x) {
+      EXPECT_EQ(region->image.u8[y * 15 + x], first[0].u8[(2 + y) * 10 * 3 + 9 + x]);
+    }
+  }
+}
+
+// Images are kept only while they fit: of three 0.46 MiB images, a 1 MiB
+// cache keeps the first two decoded.
+TEST(ImageFolderTest, TheCacheKeepsNoMoreThanItsBudget) {
+  const fs::path root = TempRoot("kept_budget");
+  for (const char* name : {"a/0.png", "a/1.png", "a/2.png"}) {
+    WriteFile(root / name, *EncodePng(Solid(400, 400, 3, 7)));
+  }
+  auto dataset = testing::CreatePlugin<Dataset>(Config(root, "cache_decoded_mb: 1"));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  for (int64_t i = 0; i < 3; ++i) ASSERT_TRUE((*dataset)->Get(i).ok());
+  fs::remove_all(root);
+  EXPECT_TRUE((*dataset)->Get(0).ok());
+  EXPECT_TRUE((*dataset)->Get(1).ok());
+  EXPECT_THAT((*dataset)->Get(2).status().message(), HasSubstr("2.png: cannot open"));
+}
+
+TEST(ImageFolderTest, NegativeCacheSizeIsRejected) {
+  auto dataset =
+      testing::CreatePlugin<Dataset>(Config(TempRoot("kept_negative"), "cache_decoded_mb: -5"));
+  EXPECT_THAT(dataset.status().message(),
+              HasSubstr("cache_decoded_mb: -5 is negative; set the MiB of decoded images to "
+                        "keep, or 0 to keep none"));
+}
+
 TEST(ImageFolderTest, SymlinkLoopsAreWalkedOnce) {
   const fs::path root = MakeTree("symlink_loops");
   fs::create_directory_symlink(root, root / "cat/a/to_root");        // the dataset root

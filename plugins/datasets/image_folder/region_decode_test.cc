@@ -36,9 +36,9 @@ class WholeDecodes : public Dataset {
   const Dataset* dataset_;
 };
 
-// A random_resized_crop first lets the loader decode only each crop's part
-// of a JPEG; the batches are bit for bit those of decoding every image whole.
-TEST(RegionDecodeTest, CropsDecodedAloneGiveTheBatchesOfWholeDecodes) {
+// The loader's batches over 3 epochs from an image_folder with `options`
+// added, against those of decoding every image whole.
+void ExpectTheBatchesOfWholeDecodes(const std::string& options) {
   const fs::path root = fs::path(::testing::TempDir()) / "region_decode";
   fs::remove_all(root);
   uint32_t state = 5;
@@ -58,7 +58,7 @@ TEST(RegionDecodeTest, CropsDecodedAloneGiveTheBatchesOfWholeDecodes) {
   }
   auto dataset = testing::CreatePlugin<Dataset>(
       "name: \"image_folder\" options { [type.googleapis.com/pipeline.ImageFolderOptions] { "
-      "root: \"" + root.string() + "\" color: RGB } }");
+      "root: \"" + root.string() + "\" color: RGB " + options + " } }");
   ASSERT_TRUE(dataset.ok()) << dataset.status();
   std::vector<std::unique_ptr<Transform>> owned;
   for (const char* config : {
@@ -93,6 +93,18 @@ TEST(RegionDecodeTest, CropsDecodedAloneGiveTheBatchesOfWholeDecodes) {
     }
     EXPECT_EQ(batches, 3);
   }
+}
+
+// A random_resized_crop first lets the loader decode only each crop's part
+// of a JPEG; the batches are bit for bit those of decoding every image whole.
+TEST(RegionDecodeTest, CropsDecodedAloneGiveTheBatchesOfWholeDecodes) {
+  ExpectTheBatchesOfWholeDecodes("");
+}
+
+// With cache_decoded_mb, the first epoch decodes whole images and keeps
+// them, the later ones crop from memory: the same batches again.
+TEST(RegionDecodeTest, KeptDecodesGiveTheSameBatches) {
+  ExpectTheBatchesOfWholeDecodes("cache_decoded_mb: 1");
 }
 
 }  // namespace
