@@ -150,6 +150,51 @@ TEST(DdpLaunchTest, UnderMaxRestartsAKilledWorkerIsReplacedAndTheJobFinishes) {
   EXPECT_THAT(output, HasSubstr("\"steps\":40"));
 }
 
+// Two machines (two launchers with --nnodes=2 on loopback, one output_dir
+// both see), max_restarts on both: the worker of node 1 is SIGKILLed, node
+// 1's launcher restarts it, node 0's worker fails on the broken collective
+// and its launcher restarts it as well, and the group meets again and
+// finishes from the latest checkpoint.
+TEST(DdpLaunchTest, TwoNodesRestartTogetherWhenAWorkerOfOneDies) {
+  const std::string dir = ::testing::TempDir() + "/ddp_two_node_restart";
+  std::filesystem::remove_all(dir);  // no exit codes or checkpoints of an earlier run
+  const std::string config = WriteConfig("ddp_two_node_restart", 40);
+  const std::string common = absl::StrCat(
+      " --nnodes=2 --nproc_per_node=1 --master_addr=127.0.0.1 --master_port=", testing::FreePort(),
+      " --set=strategy.options.max_restarts=1 --set=strategy.options.timeout_seconds=20"
+      " --set=checkpoint.every_steps=4 --node_rank=");
+  for (int node = 0; node < 2; ++node) {
+    const std::string n = std::to_string(node);
+    std::system(("(tools/train --config=" + config + common + n + " > " + dir + "/log" + n +
+                 " 2>&1; echo $? > " + dir + "/rc" + n + ") &")
+                    .c_str());
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  while (ReadFile(dir + "/log0").find("step 6/") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_THAT(ReadFile(dir + "/log0"), HasSubstr("step 6/"));
+  // The worker, not the launcher: workers run as /proc/self/exe.
+  ASSERT_EQ(std::system(("pkill -9 -f '[p]roc/self/exe --config=" + config +
+                         " .*--node_rank=1'")
+                            .c_str()),
+            0);
+  while ((!std::filesystem::exists(dir + "/rc0") || !std::filesystem::exists(dir + "/rc1")) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const std::string node0 = ReadFile(dir + "/log0");
+  const std::string node1 = ReadFile(dir + "/log1");
+  EXPECT_EQ(ReadFile(dir + "/rc0"), "0\n") << node0;
+  EXPECT_EQ(ReadFile(dir + "/rc1"), "0\n") << node1;
+  EXPECT_THAT(node1, HasSubstr("launcher: restart 1 of 1 after: rank 1 (pid "));
+  EXPECT_THAT(node1, HasSubstr("was killed by signal 9"));
+  EXPECT_THAT(node0, HasSubstr("launcher: restart 1 of 1 after: rank 0 (pid "));
+  EXPECT_THAT(node0, HasSubstr("resume: continuing from "));
+  EXPECT_THAT(node0, HasSubstr("\"steps\":40"));
+}
+
 // A peer that stops without dying (SIGSTOP) must not hang the job: rank 0's
 // collective times out after timeout_seconds and the launcher ends it all.
 TEST(DdpLaunchTest, AHungPeerEndsTheJobAfterTheTimeout) {
