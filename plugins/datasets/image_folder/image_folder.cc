@@ -260,6 +260,13 @@ class ImageFolderDataset : public Dataset {
     const Image* source = kept != nullptr ? kept.get() : whole ? &*whole : nullptr;
     if (source != nullptr) {  // decoders give uint8 pixels
       const ImageRegion region = plan(source->height, source->width);
+      const bool inside = region.top >= 0 && region.left >= 0 && region.height > 0 &&
+                          region.width > 0 && region.top + region.height <= source->height &&
+                          region.left + region.width <= source->width;
+      if (!inside) {  // the transform deals with it, as with any dataset
+        *region_in_image = region;
+        return Sample{*source, labels_[index]};
+      }
       *region_in_image = ImageRegion{0, 0, region.height, region.width};
       return Sample{CopyRegion(*source, region), labels_[index]};
     }

@@ -287,6 +287,14 @@ TEST(ImageFolderTest, KeptDecodesAreServedFromMemory) {
       EXPECT_EQ(region->image.u8[y * 15 + x], first[0].u8[(2 + y) * 10 * 3 + 9 + x]);
     }
   }
+  // A region reaching past the image is left to the transform, with the
+  // whole image, as Dataset's own GetRegion does.
+  auto past = (*dataset)->GetRegion(
+      0, [](int, int) { return ImageRegion{6, 0, 4, 10}; }, &where);
+  ASSERT_TRUE(past.ok()) << past.status();
+  EXPECT_EQ(past->image.u8, first[0].u8);
+  EXPECT_EQ(where.top, 6);
+  EXPECT_EQ(where.height, 4);
 }
 
 // Images are kept only while they fit: of three 0.46 MiB images, a 1 MiB
