@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -37,7 +36,6 @@
 #include <map>
 #include <numeric>
 #include <optional>
-#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -70,6 +68,7 @@
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/optimizer.h"
+#include "pipeline/interfaces/random.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/metrics/multiply_adds.h"
 #include "pipeline/registry/registry.h"
@@ -345,8 +344,8 @@ DataResult DataPipelineRate(const PipelineConfig& config) {
 // (image_ops' bilinear resize and the fused batch write), and through
 // ATen's kernels as torchvision's tensor transforms call them
 // (upsample_bilinear2d without antialias, rounded back to uint8 values,
-// then flip and normalize as tensor ops). The crops are drawn the same way
-// (scale 0.08-1, ratio 3/4-4/3), not the same crops.
+// then flip and normalize as tensor ops), on crops random_resized_crop
+// plans.
 struct PostDecodeRates {
   double image_ops = 0;
   double aten = 0;
@@ -362,32 +361,23 @@ PostDecodeRates PostDecodeRate(const PipelineConfig& config) {
   const int64_t batch_size = config.train_data().batch_size();
   const at::Tensor mean = at::tensor({0.485f, 0.456f, 0.406f}).view({1, 3, 1, 1});
   const at::Tensor deviation = at::tensor({0.229f, 0.224f, 0.225f}).view({1, 3, 1, 1});
-  std::mt19937 random(config.trainer().seed());
-  std::uniform_real_distribution<double> unit(0, 1);
+  // The crops random_resized_crop (the config's first transform) plans.
+  auto crop_transform =
+      OrDie(Registry<Transform>::Global().Create(config.train_data().transforms(0), {}));
+  const RegionCrop* planner = crop_transform->AsRegionCrop();
+  if (planner == nullptr) {
+    Die(absl::InvalidArgumentError(absl::StrCat(
+        FLAGS_jpeg_config, ": the kernels section needs a region crop (random_resized_crop) as "
+        "the first training transform")));
+  }
   size_t next = 0;
-  auto crop = [&](const Image& image) {
-    // torchvision's RandomResizedCrop.get_params, with its fallback to the
-    // whole image.
-    const double area = static_cast<double>(image.height) * image.width;
-    for (int attempt = 0; attempt < 10; ++attempt) {
-      const double target = area * (0.08 + 0.92 * unit(random));
-      const double ratio = std::exp(std::log(0.75) + (std::log(4.0 / 3) - std::log(0.75)) *
-                                                         unit(random));
-      const int w = static_cast<int>(std::lround(std::sqrt(target * ratio)));
-      const int h = static_cast<int>(std::lround(std::sqrt(target / ratio)));
-      if (w > 0 && h > 0 && w <= image.width && h <= image.height) {
-        const int top = static_cast<int>(unit(random) * (image.height - h + 1));
-        const int left = static_cast<int>(unit(random) * (image.width - w + 1));
-        return ImageRegion{top, left, h, w};
-      }
-    }
-    return ImageRegion{0, 0, image.height, image.width};
-  };
+  uint64_t sample = 0;
   auto batch = [&] {
     at::Tensor out = at::empty({batch_size, 3, 224, 224}, at::kFloat);
     for (int64_t i = 0; i < batch_size; ++i) {
       const Image& image = decoded.samples()[next++ % decoded.samples().size()].image;
-      const ImageRegion r = crop(image);
+      SampleRandom random(config.trainer().seed(), 0, sample++);
+      const ImageRegion r = planner->PlanRegion(image.height, image.width, random);
       at::Tensor pixels =
           at::from_blob(const_cast<uint8_t*>(image.u8.data()), {image.height, image.width, 3},
                         at::kByte)
@@ -399,7 +389,7 @@ PostDecodeRates PostDecodeRate(const PipelineConfig& config) {
       at::Tensor resized =
           at::upsample_bilinear2d(pixels, {224, 224}, /*align_corners=*/false).round_().clamp_(0,
                                                                                              255);
-      if (unit(random) < 0.5) resized = resized.flip({3});
+      if (random.Bernoulli(0.5)) resized = resized.flip({3});
       out[i].copy_(((resized / 255 - mean) / deviation)[0]);
     }
   };
