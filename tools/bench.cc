@@ -668,7 +668,7 @@ int Main() {
                                jpeg_data->sample_shape),
                absl::StrFormat("%.1f", jpeg_data->images_per_sec),
                Ratio(jpeg_data->images_per_sec, ceiling), "compute ceiling"});
-    // Every image of the corpus kept (about 0.55 MiB each) after the
+    // Every image of the corpus kept (0.54 MiB each) after the
     // untimed first epoch.
     PipelineConfig kept = jpeg;
     const absl::Status set = ApplyOverride(
