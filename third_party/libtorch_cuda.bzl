@@ -1,23 +1,20 @@
-"""libtorch_cuda_repository: a CUDA build of LibTorch the user unpacked.
+"""libtorch_cuda_repository: the CUDA LibTorch that `--config=cuda` links.
 
-Debian's LibTorch is CPU-only. `bazel build --config=cuda` links against the
-LibTorch found at $LIBTORCH_CUDA_DIR instead: the "cxx11 ABI" CUDA archive of
-LibTorch 1.13.x from pytorch.org, unpacked (the folder holding include/ and
-lib/). Only builds with --config=cuda fetch this repository; without the
-variable they stop at once with a message saying what to set.
+Two sources, in this order:
+  1. $LIBTORCH_CUDA_DIR: an unpacked CUDA LibTorch (the pytorch.org archive,
+     or a pip wheel's torch/ folder), the folder holding include/ and lib/.
+  2. Debian 13's libtorch-cuda-dev (contrib; tools/debian13.sh installs it):
+     the same header paths as the CPU libtorch-dev plus libtorch_cuda and
+     libc10_cuda, built against CUDA 12 with NCCL.
+Only builds with --config=cuda fetch this repository; when neither source is
+there they stop at once with a message saying what to install or set.
 """
 
-_BUILD = """
-cc_library(
-    name = "torch",
-    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh"]),
-    includes = ["include", "include/torch/csrc/api/include"],
-    defines = ["PIPELINE_CUDA"],
-    # torch_cuda registers its kernels from static initialisers; without
-    # --no-as-needed the linker drops it and every CUDA op is missing.
-    linkopts = [
+_LINKOPTS = """[
         "-L{lib}",
         "-Wl,-rpath,{lib}",
+        # torch_cuda registers its kernels from static initialisers; without
+        # --no-as-needed the linker drops it and every CUDA op is missing.
         "-Wl,--no-as-needed",
         "-ltorch",
         "-ltorch_cuda",
@@ -25,23 +22,63 @@ cc_library(
         "-lc10_cuda",
         "-lc10",
         "-Wl,--as-needed",
-    ],
+    ]"""
+
+_ARCHIVE_BUILD = """
+cc_library(
+    name = "torch",
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh"]),
+    includes = ["include", "include/torch/csrc/api/include"],
+    defines = ["PIPELINE_CUDA"],
+    linkopts = {linkopts},
     visibility = ["//visibility:public"],
 )
 """
 
-def _libtorch_cuda_impl(ctx):
-    root = ctx.os.environ.get("LIBTORCH_CUDA_DIR", "")
-    if not root:
-        fail("--config=cuda needs a CUDA LibTorch 1.13 (cxx11 ABI): unpack it and set " +
-             "LIBTORCH_CUDA_DIR to its folder (the one holding include/ and lib/), e.g. " +
-             "LIBTORCH_CUDA_DIR=/opt/libtorch bazel build --config=cuda //tools:train")
+# Debian's headers are in /usr/include (the compiler's default path) and
+# /usr/include/torch/csrc/api/include (@libtorch_api).
+_DEBIAN_BUILD = """
+cc_library(
+    name = "torch",
+    defines = ["PIPELINE_CUDA"],
+    linkopts = {linkopts},
+    deps = ["@libtorch_api//:headers"],
+    visibility = ["//visibility:public"],
+)
+"""
+
+def _multiarch_lib(ctx):
+    multiarch = ctx.execute(["gcc", "-print-multiarch"]).stdout.strip() or "x86_64-linux-gnu"
+    return "/usr/lib/" + multiarch
+
+def _from_folder(ctx, root):
     for folder in ["include", "lib"]:
         if not ctx.path(root + "/" + folder).exists:
-            fail("LIBTORCH_CUDA_DIR=%s has no %s/ folder; point it at the unpacked LibTorch " % (root, folder) +
-                 "archive (the folder holding include/ and lib/)")
+            fail(("LIBTORCH_CUDA_DIR=%s has no %s/ folder: point it at an unpacked CUDA LibTorch " +
+                  "(the folder holding include/ and lib/), or unset it to use Debian 13's " +
+                  "libtorch-cuda-dev") % (root, folder))
+    if not ctx.path(root + "/lib/libtorch_cuda.so").exists:
+        fail(("LIBTORCH_CUDA_DIR=%s holds a LibTorch without CUDA (no lib/libtorch_cuda.so): " +
+              "unpack a CUDA build of LibTorch there (pytorch.org's cu12x archive or a CUDA " +
+              "pip wheel's torch/ folder)") % root)
     ctx.symlink(root + "/include", "include")
-    ctx.file("BUILD", _BUILD.format(lib = root + "/lib"))
+    lib = str(ctx.path(root + "/lib"))
+    ctx.file("BUILD", _ARCHIVE_BUILD.format(linkopts = _LINKOPTS.format(lib = lib)))
+
+def _libtorch_cuda_impl(ctx):
+    ctx.file("WORKSPACE", "")
+    root = ctx.os.environ.get("LIBTORCH_CUDA_DIR", "")
+    if root:
+        _from_folder(ctx, root)
+        return
+    lib = _multiarch_lib(ctx)
+    if ctx.path(lib + "/libtorch_cuda.so").exists:
+        ctx.file("BUILD", _DEBIAN_BUILD.format(linkopts = _LINKOPTS.format(lib = lib)))
+        return
+    fail("--config=cuda needs a CUDA LibTorch, and this system has none (no %s/libtorch_cuda.so). " % lib +
+         "Build in the Debian 13 root, which has libtorch-cuda-dev: " +
+         "tools/debian13.sh bazel build --config=cuda //tools:train; or unpack a CUDA LibTorch and " +
+         "set LIBTORCH_CUDA_DIR to its folder (the one holding include/ and lib/)")
 
 libtorch_cuda_repository = repository_rule(
     implementation = _libtorch_cuda_impl,

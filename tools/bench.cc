@@ -96,7 +96,11 @@ DEFINE_int32(models_batch_size, 8, "batch size of the models section");
 DEFINE_string(models, "", "models section: only these labels (comma-separated); empty = all");
 DEFINE_string(python, "/usr/bin/python3", "Python with Debian's python3-torchvision");
 DEFINE_string(work_dir, "/tmp/pipeline_bench", "corpus, configs and run outputs");
-DEFINE_bool(compute_child, false, "internal: print the compute ceiling as one number and exit");
+DEFINE_bool(compute_child, false,
+            "print the compute ceiling as one number and exit (tools/bench_libtorch.sh compares "
+            "builds with it)");
+DEFINE_bool(compute_channels_last, false, "--compute_child: with trainer.channels_last");
+DEFINE_bool(compute_bf16, false, "--compute_child: with trainer.precision: BF16_AUTOCAST");
 
 namespace pipeline {
 namespace {
@@ -577,6 +581,15 @@ int Main() {
   sections.erase("models");
   if (sections.empty()) return 0;
 
+  if (FLAGS_compute_child) {
+    // The model and optimizer of the config only; no data is read.
+    const PipelineConfig config = OrDie(ResolveConfig(OrDie(LoadConfigFile(FLAGS_jpeg_config))));
+    std::cout << ComputeCeiling(config, 224, 224, 3, /*classes=*/2, FLAGS_batch_size,
+                                FLAGS_compute_channels_last, FLAGS_compute_bf16)
+                     .images_per_sec
+              << "\n";
+    return 0;
+  }
   const std::string corpus = EnsureCorpus();
   PipelineConfig jpeg = OrDie(LoadConfigFile(FLAGS_jpeg_config));
   SetImageFolderRoot(*jpeg.mutable_train_data()->mutable_dataset(), corpus);
@@ -586,11 +599,6 @@ int Main() {
   jpeg = OrDie(ResolveConfig(jpeg));
   const int64_t classes = 2;
 
-  if (FLAGS_compute_child) {
-    std::cout << ComputeCeiling(jpeg, 224, 224, 3, classes, FLAGS_batch_size).images_per_sec
-              << "\n";
-    return 0;
-  }
   std::cout << absl::StrFormat(
       "## Performance: %s at 224x224 on %s, batch %d, %d cores\n\n", jpeg.model().name(), corpus,
       FLAGS_batch_size, std::thread::hardware_concurrency());

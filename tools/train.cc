@@ -30,6 +30,7 @@
 #include "pipeline/registry/plugin_library.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/resolve.h"
+#include "pipeline/trainer/run_info.h"
 #include "pipeline/trainer/trainer.h"
 #include "tools/launcher.h"
 
@@ -188,6 +189,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> sets = TakeRepeatedFlag("set", argc, argv);
   const std::vector<std::string> libraries = TakeRepeatedFlag("plugin_library", argc, argv);
   gflags::SetUsageMessage(kUsage);
+  gflags::SetVersionString(VersionText());
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   // `bazel run` starts the binary in its runfiles; the user's relative paths
   // (config, data, output_dir, plugin libraries) mean the folder bazel was

@@ -234,6 +234,11 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
                                               torch::kDouble));
     archive.write("best_val_accuracy", c10::IValue(contents.best_val_accuracy));
     if (contents.rng_state.defined()) archive.write("rng_state", contents.rng_state);
+    if (contents.grad_scale > 0) {
+      archive.write("grad_scale", c10::IValue(contents.grad_scale));
+      archive.write("grad_scaler_growth_tracker",
+                    c10::IValue(contents.grad_scaler_growth_tracker));
+    }
     archive.save_to(temporary);
   });
   if (!saved.ok()) {
@@ -307,6 +312,12 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
     }
     torch::Tensor rng;
     if (archive.try_read("rng_state", rng)) loaded.contents.rng_state = rng;
+    c10::IValue grad_scale, growth_tracker;
+    if (archive.try_read("grad_scale", grad_scale) && grad_scale.isDouble() &&
+        archive.try_read("grad_scaler_growth_tracker", growth_tracker) && growth_tracker.isInt()) {
+      loaded.contents.grad_scale = grad_scale.toDouble();
+      loaded.contents.grad_scaler_growth_tracker = growth_tracker.toInt();
+    }
     return absl::OkStatus();
   });
   if (!read.ok()) {

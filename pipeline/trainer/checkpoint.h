@@ -29,6 +29,10 @@ struct CheckpointContents {
   // State of LibTorch's default CPU generator (dropout, random init); the
   // data's randomness is a function of (seed, epoch, sample) and needs none.
   torch::Tensor rng_state;
+  // The loss scale under precision: FP16_AUTOCAST (0 otherwise), and its
+  // count of finite steps since it last changed.
+  double grad_scale = 0;
+  int64_t grad_scaler_growth_tracker = 0;
 };
 
 // Writes model parameters and buffers (under their state_dict names), the

@@ -16,7 +16,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/stubs/common.h"
 #include "jconfig.h"
-#include "torch/version.h"
+#include "pipeline/util/torch_version.h"
 
 namespace pipeline {
 namespace {
@@ -89,6 +89,25 @@ std::string GitRevision(const std::string& source_dir) {
   return revision;
 }
 
+std::vector<std::pair<std::string, std::string>> LibraryVersions() {
+  const int protobuf = GOOGLE_PROTOBUF_VERSION;
+  return {
+      {"libtorch", kLibTorchVersion},
+      {"protobuf", absl::StrCat(protobuf / 1000000, ".", protobuf / 1000 % 1000, ".",
+                                protobuf % 1000)},
+      {"abseil", absl::StrCat(ABSL_LTS_RELEASE_VERSION)},
+      {"libjpeg_turbo", PIPELINE_STRINGIFY(LIBJPEG_TURBO_VERSION)},
+      {"libpng", png_get_libpng_ver(nullptr)},
+      {"compiler", kCompiler},
+  };
+}
+
+std::string VersionText() {
+  std::vector<std::string> parts;
+  for (const auto& [name, version] : LibraryVersions()) parts.push_back(name + " " + version);
+  return absl::StrCat(kCudaBuild ? "CUDA build" : "CPU build", "; ", absl::StrJoin(parts, ", "));
+}
+
 std::string RunInfoJson(const RunInfoInputs& inputs) {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -100,19 +119,15 @@ std::string RunInfoJson(const RunInfoInputs& inputs) {
   std::vector<std::string> command;
   for (const std::string& argument : inputs.command_line) command.push_back(JsonQuote(argument));
   const std::string revision = GitRevision(inputs.source_dir);
-  const int protobuf = GOOGLE_PROTOBUF_VERSION;
-  const std::string libraries = absl::StrCat(
-      "{\"libtorch\":", JsonQuote(TORCH_VERSION),
-      ",\"protobuf\":", JsonQuote(absl::StrCat(protobuf / 1000000, ".", protobuf / 1000 % 1000, ".",
-                                              protobuf % 1000)),
-      ",\"abseil\":", JsonQuote(absl::StrCat(ABSL_LTS_RELEASE_VERSION)),
-      ",\"libjpeg_turbo\":", JsonQuote(PIPELINE_STRINGIFY(LIBJPEG_TURBO_VERSION)),
-      ",\"libpng\":", JsonQuote(png_get_libpng_ver(nullptr)),
-      ",\"compiler\":", JsonQuote(kCompiler), "}");
+  std::vector<std::string> libraries;
+  for (const auto& [name, version] : LibraryVersions()) {
+    libraries.push_back(absl::StrCat(JsonQuote(name), ":", JsonQuote(version)));
+  }
   return absl::StrCat("{\"started\":", JsonQuote(started), ",\"host\":", JsonQuote(host),
                       ",\"command\":[", absl::StrJoin(command, ","), "]",
                       ",\"git_revision\":", revision.empty() ? "null" : JsonQuote(revision),
-                      ",\"libraries\":", libraries,
+                      ",\"libraries\":{", absl::StrJoin(libraries, ","), "}",
+                      ",\"cuda_build\":", kCudaBuild ? "true" : "false",
                       ",\"torch_config\":", JsonQuote(at::show_config()), "}");
 }
 

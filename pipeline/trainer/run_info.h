@@ -6,6 +6,7 @@
 // the library versions that produced it.
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace pipeline {
@@ -26,6 +27,13 @@ std::string GitRevision(const std::string& source_dir);
 // of the libraries the runner was built against and LibTorch's build
 // configuration (BLAS, OpenMP, CPU capability).
 std::string RunInfoJson(const RunInfoInputs& inputs);
+
+// (name, version) of each library the runner was compiled against: libtorch,
+// protobuf, abseil, libjpeg_turbo, libpng, compiler.
+std::vector<std::pair<std::string, std::string>> LibraryVersions();
+
+// One line for --version: the build (CPU or CUDA) and LibraryVersions().
+std::string VersionText();
 
 // `text` as a JSON string literal, quotes included.
 std::string JsonQuote(const std::string& text);

@@ -7,12 +7,16 @@
 
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/util/torch_version.h"
 
 namespace pipeline {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
 
 bool Shell(const std::string& command) { return std::system(command.c_str()) == 0; }
 
@@ -25,6 +29,16 @@ std::string Output(const std::string& command) {
   ::pclose(pipe);
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
+}
+
+TEST(RunInfoTest, VersionTextNamesTheBuildAndEveryLibrary) {
+  const std::string text = VersionText();
+  EXPECT_THAT(text, HasSubstr(std::string("libtorch ") + kLibTorchVersion));
+  EXPECT_THAT(text, HasSubstr(kCudaBuild ? "CUDA build" : "CPU build"));
+  for (const auto& [name, version] : LibraryVersions()) {
+    EXPECT_FALSE(version.empty()) << name;
+    EXPECT_THAT(text, HasSubstr(name + " " + version));
+  }
 }
 
 TEST(RunInfoTest, JsonQuoteEscapesWhatJsonRequires) {
@@ -73,7 +87,11 @@ TEST(RunInfoTest, IsValidJsonWithTheCommandAndLibraryVersions) {
     ASSERT_TRUE(libraries.count(name)) << name;
     EXPECT_FALSE(libraries.at(name).string_value().empty()) << name;
   }
-  EXPECT_EQ(libraries.at("libtorch").string_value().substr(0, 5), "1.13.");
+  // The version of the LibTorch headers this test was compiled with: 1.13.x
+  // on Debian 12, 2.x on Debian 13 and in CUDA builds.
+  EXPECT_THAT(libraries.at("libtorch").string_value(), MatchesRegex("[12]\\.[0-9]+\\.[0-9]+.*"));
+  EXPECT_EQ(libraries.at("libtorch").string_value(), kLibTorchVersion);
+  EXPECT_EQ(fields.at("cuda_build").bool_value(), kCudaBuild);
   EXPECT_NE(fields.at("torch_config").string_value().find("BLAS"), std::string::npos);
   EXPECT_TRUE(fields.count("git_revision"));
   EXPECT_EQ(fields.at("started").string_value().size(), 20u);

@@ -39,6 +39,7 @@
 #include "pipeline/metrics/step_profile.h"
 #include "pipeline/trainer/bad_sample_report.h"
 #include "pipeline/trainer/checkpoint.h"
+#include "pipeline/trainer/grad_scaler.h"
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
@@ -141,17 +142,21 @@ absl::StatusOr<std::vector<int64_t>> MapClasses(const std::vector<std::string>& 
 
 // trainer.precision: BF16_AUTOCAST runs the forward pass (and its backward)
 // of one step under autocast, for CPU and CUDA tensors alike (each device's
-// autocast only sees its own tensors). The cast cache holds bf16 copies of
-// the weights and is cleared when the scope ends, before the optimizer
-// changes them.
+// autocast only sees its own tensors); FP16_AUTOCAST for CUDA tensors only
+// (the trainer refuses it for strategies that run on the CPU). The cast
+// cache holds low-precision copies of the weights and is cleared when the
+// scope ends, before the optimizer changes them.
 class AutocastScope {
  public:
   explicit AutocastScope(const TrainerConfig& trainer)
-      : enabled_(trainer.precision() == TrainerConfig::BF16_AUTOCAST) {
+      : enabled_(trainer.precision() != TrainerConfig::FP32) {
     if (!enabled_) return;
-    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-    at::autocast::set_cpu_enabled(true);
-    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    if (trainer.precision() == TrainerConfig::BF16_AUTOCAST) {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
+    at::autocast::set_autocast_gpu_dtype(
+        trainer.precision() == TrainerConfig::FP16_AUTOCAST ? at::kHalf : at::kBFloat16);
     at::autocast::set_enabled(true);
   }
   ~AutocastScope() {
@@ -467,6 +472,40 @@ absl::Status ReportBadSamples(int64_t epoch, int64_t epochs, const PipelineConfi
 
 }  // namespace
 
+namespace {
+
+// Below it, gradients are not finite at any scale: the run has diverged.
+constexpr double kSmallestLossScale = 1.0 / (1 << 24);
+
+// A step GradScaler skips (its gradients overflowed float16 at this scale):
+// counted with the skipped steps, and the scale backs off.
+absl::Status SkipScalerStep(GradScaler& scaler, const std::string& nonfinite, int64_t step,
+                            int64_t epoch, int64_t& skipped_steps, ProgressPrinter& progress) {
+  const double scale = scaler.scale();
+  scaler.Update(/*found_inf=*/true);
+  ++skipped_steps;
+  if (scaler.scale() < kSmallestLossScale) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "step %d (epoch %d): %s even at loss scale %g; the training has diverged. Lower the "
+        "learning rate (optimizer.options.lr) or add warm-up (learning_rate.warmup_epochs)",
+        step + 1, epoch + 1, nonfinite, scale));
+  }
+  progress.Line(absl::StrFormat("step %d (epoch %d): %s at loss scale %g; skipped this "
+                                "optimizer step, loss scale now %g (%d skipped so far)",
+                                step + 1, epoch + 1, nonfinite, scale, scaler.scale(),
+                                skipped_steps),
+                /*transient=*/false);
+  return absl::OkStatus();
+}
+
+void SaveScalerState(const std::optional<GradScaler>& scaler, CheckpointContents& contents) {
+  if (!scaler) return;
+  contents.grad_scale = scaler->scale();
+  contents.grad_scaler_growth_tracker = scaler->state().growth_tracker;
+}
+
+}  // namespace
+
 absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOptions& options) {
   const Clock::time_point run_start = Clock::now();
   const TrainerConfig& trainer = config.trainer();
@@ -477,6 +516,13 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   ASSIGN_OR_RETURN(std::unique_ptr<Strategy> strategy,
                    Registry<Strategy>::Global().Create(config.strategy(), {.seed = trainer.seed()}));
   RETURN_IF_ERROR(CheckSameConfigOnEveryRank(config, *strategy));
+  if (trainer.precision() == TrainerConfig::FP16_AUTOCAST && !strategy->CopiesBatchesToCuda()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trainer.precision: FP16_AUTOCAST runs on CUDA devices only, and strategy \"",
+        config.strategy().name(), "\" runs on the CPU; set the strategy's device to a CUDA "
+        "device (e.g. strategy { name: \"single\" options { device: \"cuda:0\" } }), or use "
+        "precision: BF16_AUTOCAST on the CPU"));
+  }
   const bool primary = strategy->is_primary();
   std::ostream* log = primary ? options.log : nullptr;
   std::ostream* events = primary ? options.events : nullptr;
@@ -620,12 +666,23 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
 
   const float label_smoothing = trainer.label_smoothing();
   const int accumulate = trainer.accumulate_steps();
+  // FP16_AUTOCAST: backward runs on the scaled loss; the gradients are
+  // unscaled before the step.
+  std::optional<GradScaler> scaler;
+  if (trainer.precision() == TrainerConfig::FP16_AUTOCAST) {
+    scaler.emplace(trainer.grad_scaler());
+    if (resume && resume->checkpoint.contents.grad_scale > 0) {
+      scaler->Restore({resume->checkpoint.contents.grad_scale,
+                       resume->checkpoint.contents.grad_scaler_growth_tracker});
+    }
+  }
   // Each accumulated batch contributes 1/accumulate of the step's gradient.
-  LossFunction loss_function = [label_smoothing, accumulate](const torch::Tensor& logits,
-                                                             const torch::Tensor& labels) {
-    return at::cross_entropy_loss(logits, labels, {}, at::Reduction::Mean, -100,
-                                  label_smoothing) /
-           accumulate;
+  LossFunction loss_function = [label_smoothing, accumulate, &scaler](
+                                   const torch::Tensor& logits, const torch::Tensor& labels) {
+    const torch::Tensor loss = at::cross_entropy_loss(logits, labels, {}, at::Reduction::Mean,
+                                                      -100, label_smoothing) /
+                               accumulate;
+    return scaler ? scaler->Scale(loss) : loss;
   };
 
   TrainSummary summary;
@@ -717,7 +774,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                          strategy->ForwardBackward(*model, ModelInput(batch.images, trainer),
                                                    batch.labels, loss_function));
         const int64_t n = batch.labels.size(0);
-        const double batch_loss = output.loss.item<double>() * accumulate;
+        // The scale is a power of two: dividing by it is exact.
+        const double batch_loss =
+            output.loss.item<double>() * accumulate / (scaler ? scaler->scale() : 1.0);
         if (!std::isfinite(batch_loss)) {
           // Decided below, after the step's every batch: under ddp the
           // other ranks wait in this step's collectives.
@@ -756,9 +815,16 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                                        absl::StrJoin(nonfinite_loss_ranks, ", "),
                                        " is not finite");
       } else {
+        if (scaler) scaler->Unscale(model->parameters());
         nonfinite = FirstNonFiniteGradient(*model);
       }
-      if (!nonfinite.empty()) {
+      if (scaler && nonfinite_loss_ranks.empty() && !nonfinite.empty()) {
+        // The loss scale was too large for float16: GradScaler's skipped
+        // step, with a smaller scale for the next.
+        RETURN_IF_ERROR(SkipScalerStep(*scaler, nonfinite, step, epoch, summary.skipped_steps,
+                                       progress));
+        optimizer->zero_grad();
+      } else if (!nonfinite.empty()) {
         // Before the optimizer writes NaN into the weights; the checkpoints
         // written so far stay as they are.
         if (trainer.on_nonfinite() == TrainerConfig::STOP) {
@@ -798,6 +864,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       const Clock::time_point computed = Clock::now();
       if (nonfinite.empty()) {
         RETURN_IF_ERROR(CallTorch("optimizer step", [&] { optimizer->step(); }));
+        if (scaler) scaler->Update(/*found_inf=*/false);
       }
       // Taken every step, so a profiled step sees only its own.
       const double communication_wait = strategy->TakeCommunicationWaitSeconds();
@@ -856,6 +923,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
           contents.epoch_sums = sums;
           contents.best_val_accuracy = best_accuracy;
           contents.rng_state = RandomState();
+          SaveScalerState(scaler, contents);
           RETURN_IF_ERROR(
               write_checkpoint(absl::StrCat("checkpoint_step_", step, ".pt"), contents, true));
         }
@@ -936,6 +1004,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       CheckpointContents contents{epoch + 1, step, classes, resolved_text};
       contents.best_val_accuracy = best_accuracy;
       contents.rng_state = RandomState();
+      SaveScalerState(scaler, contents);
       if (every > 0 && ((epoch + 1) % every == 0 || last)) {
         RETURN_IF_ERROR(write_checkpoint(absl::StrCat("checkpoint_epoch_", epoch + 1, ".pt"),
                                          contents, true));

@@ -1,4 +1,3 @@
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,7 +76,7 @@ TEST(SmallCnnTest, AnyInputSizeSuitsTheMostStages) {
   }
 }
 
-TEST(SmallCnnTest, TrainsAFewStepsOn28x28InWellUnderASecond) {
+TEST(SmallCnnTest, AFewSgdStepsOn28x28LowerTheLoss) {
   torch::manual_seed(0);
   auto model = MakeSmallCnn("", ModelContext{/*num_classes=*/10, /*input_channels=*/1});
   ASSERT_TRUE(model.ok()) << model.status();
@@ -90,7 +89,6 @@ TEST(SmallCnnTest, TrainsAFewStepsOn28x28InWellUnderASecond) {
   };
   const double initial_loss = loss_of().item<double>();
 
-  const auto start = std::chrono::steady_clock::now();
   constexpr int kSteps = 5;
   for (int step = 0; step < kSteps; ++step) {
     optimizer.zero_grad();
@@ -98,12 +96,8 @@ TEST(SmallCnnTest, TrainsAFewStepsOn28x28InWellUnderASecond) {
     loss.backward();
     optimizer.step();
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-
+  // How fast is the bench's business (bazel run //tools:bench), not a test's.
   EXPECT_LT(loss_of().item<double>(), initial_loss);
-  // Typically ~0.05 s; a generous bound so a busy machine does not fail it.
-  EXPECT_LT(seconds, 1.0) << kSteps << " steps of 32 images took " << seconds << " s";
 }
 
 TEST(SmallCnnTest, TakesClassesAndChannelsFromTheContext) {

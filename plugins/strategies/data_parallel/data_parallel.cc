@@ -27,6 +27,7 @@
 #include "ATen/autocast_mode.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/util/cuda_devices.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/data_parallel/data_parallel.pb.h"
@@ -259,12 +260,8 @@ absl::StatusOr<std::vector<torch::Device>> Devices(const DataParallelOptions& op
     return absl::InvalidArgumentError(absl::StrCat("device: \"", options.device(),
                                                    "\" is not one of \"cpu\", \"cuda\""));
   }
-  if (!torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(
-        "device: \"cuda\" needs CUDA, which this build or machine does not have; use device: "
-        "\"cpu\", or build with --config=cuda (README, \"CUDA build\")");
-  }
-  const int visible = static_cast<int>(torch::cuda::device_count());
+  RETURN_IF_ERROR(CheckCudaDevice("device: \"cuda\"", -1));
+  const int visible = VisibleCudaDevices();
   const int replicas = options.replicas() == 0 ? visible : options.replicas();
   if (replicas < 1 || replicas > visible) {
     return absl::FailedPreconditionError(absl::StrCat(

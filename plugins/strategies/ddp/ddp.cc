@@ -34,6 +34,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/util/c10d_compat.h"
+#include "pipeline/util/cuda_devices.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
@@ -126,7 +128,7 @@ struct Bucket {
 class DdpStrategy : public Strategy {
  public:
   DdpStrategy(const DdpOptions& options, Rendezvous rendezvous,
-              c10::intrusive_ptr<c10d::ProcessGroup> group, c10::intrusive_ptr<c10d::Store> store,
+              c10::intrusive_ptr<CollectiveGroup> group, c10::intrusive_ptr<c10d::Store> store,
               torch::Device device)
       : options_(options),
         rendezvous_(std::move(rendezvous)),
@@ -419,7 +421,7 @@ class DdpStrategy : public Strategy {
   double communication_wait_seconds_ = 0;
   DdpOptions options_;
   Rendezvous rendezvous_;
-  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::intrusive_ptr<CollectiveGroup> group_;
   PeerProgress progress_;
   torch::Device device_;
   std::vector<at::Tensor> parameters_;
@@ -512,18 +514,31 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
     // One GPU per process, by its rank on this machine (as torchrun's users
     // do with LOCAL_RANK).
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank));
+    // NCCL refuses two ranks on one GPU ("Duplicate GPU detected") only
+    // after the rendezvous, in the first collective; say it before.
+    const absl::Status usable =
+        CheckCudaDevice(absl::StrCat("ddp rank ", rendezvous.rank, " (LOCAL_RANK=",
+                                     rendezvous.local_rank, ") runs on cuda:",
+                                     rendezvous.local_rank),
+                        rendezvous.local_rank);
+    if (!usable.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          usable.message(), ". Start at most one process per GPU on each node (nproc_per_node, "
+          "torchrun --nproc_per_node, srun --ntasks-per-node)"));
+    }
   }
   c10::intrusive_ptr<c10d::Store> store;
   auto group = CallTorch(
       absl::StrCat("ddp: rendezvous of ", rendezvous.world_size, " ranks at ",
                    rendezvous.master_addr, ":", rendezvous.master_port, " (rank ",
                    rendezvous.rank, ")"),
-      [&]() -> c10::intrusive_ptr<c10d::ProcessGroup> {
+      [&]() -> c10::intrusive_ptr<CollectiveGroup> {
         c10d::TCPStoreOptions store_options;
         store_options.port = static_cast<uint16_t>(rendezvous.master_port);
         store_options.isServer = rendezvous.rank == 0;
         store_options.numWorkers = rendezvous.world_size;
         store_options.timeout = timeout;
+        UseClassicStoreBackend(store_options);
         store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
         CheckRanksAgree(*store, rendezvous);
 #ifdef USE_C10D_NCCL

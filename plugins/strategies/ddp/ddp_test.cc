@@ -274,12 +274,19 @@ TEST(DdpTest, MissingRankSaysHowToLaunch) {
               HasSubstr("environment variable RANK is not set; start ddp runs with `train`"));
 }
 
-TEST(DdpTest, NcclInACpuBuildSaysWhatToDo) {
+// The CPU build says how to get NCCL; the CUDA build that NCCL goes with
+// device "cuda" (the default device is "cpu").
+TEST(DdpTest, NcclWithoutCudaSaysWhatToDo) {
   auto strategy = testing::CreatePlugin<Strategy>(
       R"pb(name: "ddp" options { [type.googleapis.com/pipeline.DdpOptions] { backend: NCCL } })pb");
+#ifdef USE_C10D_NCCL
+  EXPECT_THAT(strategy.status().message(),
+              HasSubstr("backend: NCCL goes with device: \"cuda\""));
+#else
   EXPECT_THAT(strategy.status().message(),
               HasSubstr("backend: NCCL needs a CUDA build of the runner, and this one is "
                         "CPU-only; use backend: GLOO, or build with --config=cuda"));
+#endif
 }
 
 TEST(DdpTest, RankBeyondWorldSizeIsRejected) {

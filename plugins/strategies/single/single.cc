@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/util/cuda_devices.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/single/single.pb.h"
 #include "torch/cuda.h"
@@ -51,16 +52,10 @@ class SingleDeviceStrategy : public Strategy {
 absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
   try {
     torch::Device device(name);
-    if (device.is_cuda() && !torch::cuda::is_available()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "device: \"", name, "\" needs CUDA, which this build or machine does not have; use "
-          "device: \"cpu\", or build with --config=cuda (README, \"CUDA build\")"));
-    }
-    if (device.is_cuda() && device.has_index() &&
-        device.index() >= static_cast<int>(torch::cuda::device_count())) {
-      return absl::FailedPreconditionError(absl::StrCat("device: \"", name, "\" but only ",
-                                                        torch::cuda::device_count(),
-                                                        " CUDA devices are visible"));
+    if (device.is_cuda()) {
+      const absl::Status usable = CheckCudaDevice(absl::StrCat("device: \"", name, "\""),
+                                                  device.has_index() ? device.index() : 0);
+      if (!usable.ok()) return usable;
     }
     return device;
   } catch (const std::exception&) {

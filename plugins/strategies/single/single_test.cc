@@ -2,6 +2,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/util/torch_version.h"
 #include "torch/cuda.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/types.h"
@@ -54,7 +55,8 @@ TEST(SingleDeviceTest, CudaWithoutCudaSaysWhatToDo) {
       R"pb(name: "single"
            options { [type.googleapis.com/pipeline.SingleDeviceOptions] { device: "cuda:0" } })pb");
   EXPECT_THAT(strategy.status().message(),
-              HasSubstr("device: \"cuda:0\" needs CUDA, which this build or machine does not have"));
+              HasSubstr(kCudaBuild ? "device: \"cuda:0\": no CUDA device is visible"
+                                   : "device: \"cuda:0\" needs a CUDA build of the runner"));
 }
 
 // The loader assembles batches in pinned memory only for a CUDA device.

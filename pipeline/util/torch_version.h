@@ -1,0 +1,24 @@
+// The LibTorch a binary was compiled against: run_info.jsonl and --version
+// report it, and code that must differ between LibTorch generations asks
+// here (c10d_compat.h holds the one such difference in the c10d API).
+#ifndef PIPELINE_UTIL_TORCH_VERSION_H_
+#define PIPELINE_UTIL_TORCH_VERSION_H_
+
+#include "torch/version.h"
+
+namespace pipeline {
+
+inline constexpr const char kLibTorchVersion[] = TORCH_VERSION;
+inline constexpr int kLibTorchMajor = TORCH_VERSION_MAJOR;
+
+// True when this binary was linked against a CUDA LibTorch (--config=cuda).
+inline constexpr bool kCudaBuild =
+#ifdef PIPELINE_CUDA
+    true;
+#else
+    false;
+#endif
+
+}  // namespace pipeline
+
+#endif  // PIPELINE_UTIL_TORCH_VERSION_H_

@@ -1,0 +1,209 @@
+// The GPU paths: `single` on cuda:0, `data_parallel` over every GPU, `ddp`
+// over NCCL, FP16 autocast with the loss scaler. Each GPU test checks a CUDA
+// run against the CPU (or `single`) reference and skips, with one line
+// saying why, where no GPU is visible (the CPU build, or a CUDA build on a
+// machine without a GPU). The bad-input tests at the end run everywhere.
+
+#include <map>
+#include <memory>
+#include <regex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/interfaces/strategy.h"
+#include "pipeline/testing/command.h"
+#include "pipeline/testing/free_port.h"
+#include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/util/cuda_devices.h"
+#include "pipeline/util/torch_version.h"
+#include "torch/nn/modules/conv.h"
+#include "torch/nn/modules/linear.h"
+#include "torch/optim/sgd.h"
+#include "torch/types.h"
+
+namespace pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+#define SKIP_WITHOUT_GPU(needed)                                                          \
+  if (VisibleCudaDevices() < (needed)) {                                                 \
+    GTEST_SKIP() << "needs " << (needed) << " CUDA device(s); "                          \
+                 << (kCudaBuild ? "this machine shows " : "this is the CPU build, with ") \
+                 << VisibleCudaDevices();                                                 \
+  }
+
+class ConvNet : public Model {
+ public:
+  ConvNet() {
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 4, 3)));
+    fc = register_module("fc", torch::nn::Linear(4 * 6 * 6, 3));
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    return fc(torch::relu(conv(x)).flatten(1));
+  }
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::Linear fc{nullptr};
+};
+
+ModelFactory ConvNetFactory() {
+  return []() -> absl::StatusOr<std::unique_ptr<Model>> { return std::make_unique<ConvNet>(); };
+}
+
+torch::Tensor CrossEntropy(const torch::Tensor& logits, const torch::Tensor& labels) {
+  return torch::nll_loss(torch::log_softmax(logits, 1), labels);
+}
+
+void CopyWeights(Model& from, Model& to) {
+  torch::NoGradGuard no_grad;
+  auto target = to.named_parameters();
+  for (const auto& p : from.named_parameters()) target[p.key()].copy_(p.value().to(target[p.key()].device()));
+}
+
+std::string SingleOn(const std::string& device) {
+  return absl::StrCat(
+      "name: \"single\" options { [type.googleapis.com/pipeline.SingleDeviceOptions] { device: \"",
+      device, "\" } }");
+}
+
+// Four SGD-momentum steps of `strategy` against `single` on the CPU, on the
+// same batches from the same weights; parameters within `tolerance`.
+void ExpectSameTrainingAsCpu(Strategy& strategy, double tolerance) {
+  torch::manual_seed(0);
+  ConvNet model, reference;
+  CopyWeights(model, reference);
+  auto cpu = testing::CreatePlugin<Strategy>(SingleOn("cpu"));
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE(strategy.Prepare(model, ConvNetFactory()).ok());
+  ASSERT_TRUE((*cpu)->Prepare(reference, {}).ok());
+  torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::optim::SGD reference_optimizer(reference.parameters(),
+                                        torch::optim::SGDOptions(0.1).momentum(0.9));
+  for (int step = 0; step < 4; ++step) {
+    const torch::Tensor images = torch::randn({8, 1, 8, 8});
+    const torch::Tensor labels = torch::randint(0, 3, {8}, torch::kLong);
+    optimizer.zero_grad();
+    reference_optimizer.zero_grad();
+    auto ours = strategy.ForwardBackward(model, images, labels, CrossEntropy);
+    auto theirs = (*cpu)->ForwardBackward(reference, images, labels, CrossEntropy);
+    ASSERT_TRUE(ours.ok()) << ours.status();
+    ASSERT_TRUE(theirs.ok()) << theirs.status();
+    EXPECT_NEAR(ours->loss.item<double>(), theirs->loss.item<double>(), tolerance) << step;
+    optimizer.step();
+    reference_optimizer.step();
+  }
+  auto expected = reference.named_parameters();
+  for (const auto& p : model.named_parameters()) {
+    EXPECT_TRUE(p.value().is_cuda()) << p.key();
+    EXPECT_TRUE(torch::allclose(p.value().cpu(), expected[p.key()], tolerance, tolerance))
+        << p.key();
+  }
+}
+
+TEST(CudaTest, SingleOnCuda0TrainsAsTheCpu) {
+  SKIP_WITHOUT_GPU(1);
+  auto strategy = testing::CreatePlugin<Strategy>(SingleOn("cuda:0"));
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  EXPECT_TRUE((*strategy)->CopiesBatchesToCuda());
+  ExpectSameTrainingAsCpu(**strategy, 1e-4);
+}
+
+TEST(CudaTest, DataParallelOnEveryGpuTrainsAsSingleOnTheWholeBatch) {
+  SKIP_WITHOUT_GPU(1);
+  auto strategy = testing::CreatePlugin<Strategy>(
+      R"pb(name: "data_parallel"
+           options {
+             [type.googleapis.com/pipeline.DataParallelOptions] { device: "cuda" replicas: 0 }
+           })pb");
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  ExpectSameTrainingAsCpu(**strategy, 1e-4);
+}
+
+// NCCL refuses two ranks on one GPU, so this is world size 1 on cuda:0: the
+// process group still forms and every gradient goes through its allreduce.
+TEST(CudaTest, DdpOverNcclTrainsAsTheCpu) {
+  SKIP_WITHOUT_GPU(1);
+  StrategyContext context;
+  const std::map<std::string, std::string> env = {
+      {"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"},
+      {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(testing::FreePort())}};
+  context.environment = [env](const std::string& name) {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  auto strategy = testing::CreatePlugin<Strategy>(
+      R"pb(name: "ddp"
+           options {
+             [type.googleapis.com/pipeline.DdpOptions] { backend: NCCL device: "cuda" }
+           })pb",
+      context);
+  ASSERT_TRUE(strategy.ok()) << strategy.status();
+  ExpectSameTrainingAsCpu(**strategy, 1e-4);
+}
+
+testing::CommandResult RunTrain(const std::string& arguments) {
+  return testing::RunCommand("tools/train --config=configs/single.textproto "
+                             "--set='model={name: \"small_cnn\"}' --set=output_dir=" +
+                             ::testing::TempDir() + "/run " + arguments);
+}
+
+double SummaryValue(const std::string& output, const std::string& key) {
+  std::smatch match;
+  const std::regex pattern("\"event\":\"summary\".*\"" + key + "\":([0-9.eE+-]+)");
+  if (!std::regex_search(output, match, pattern)) return -1;
+  return std::stod(match[1]);
+}
+
+// Float16 with the loss scaler on the default data: one epoch of the small
+// CNN (about 85% in float32).
+TEST(CudaTest, Fp16AutocastWithTheLossScalerLearnsFashionMnist) {
+  SKIP_WITHOUT_GPU(1);
+  const testing::CommandResult result = RunTrain(
+      "--set='strategy={" + SingleOn("cuda:0") +
+      "}' --set=trainer.precision=FP16_AUTOCAST --set=trainer.epochs=1");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_GT(SummaryValue(result.output, "val_acc"), 0.80) << result.output;
+}
+
+// ---- Bad input, on every machine ----
+
+TEST(CudaConfigTest, Fp16AutocastOnTheCpuIsAConfigError) {
+  const testing::CommandResult result =
+      RunTrain("--set=trainer.precision=FP16_AUTOCAST --set=trainer.max_steps=1 --dry_run");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("trainer.precision: FP16_AUTOCAST runs on CUDA devices "
+                                       "only, and strategy \"single\" runs on the CPU"));
+}
+
+// The CPU build says it is CPU-only; a CUDA build says what it sees.
+TEST(CudaConfigTest, ACudaDeviceThatIsNotThereIsAConfigError) {
+  const int visible = VisibleCudaDevices();
+  const std::string device = absl::StrCat("cuda:", visible);
+  const testing::CommandResult result =
+      RunTrain("--set='strategy={" + SingleOn(device) + "}' --dry_run");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("device: \"" + device + "\""));
+  if (!kCudaBuild) {
+    EXPECT_THAT(result.output, HasSubstr("needs a CUDA build of the runner, and this one is "
+                                         "CPU-only"));
+  } else if (visible == 0) {
+    EXPECT_THAT(result.output, HasSubstr("no CUDA device is visible"));
+  } else {
+    EXPECT_THAT(result.output, HasSubstr(absl::StrCat("but only ", visible, " CUDA device")));
+  }
+}
+
+TEST(CudaConfigTest, NcclOnTheCpuIsAConfigError) {
+  const testing::CommandResult result = RunTrain(
+      "--set='strategy={name: \"ddp\" options { [type.googleapis.com/pipeline.DdpOptions] { "
+      "backend: NCCL device: \"cpu\" } }}' --dry_run");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("NCCL"));
+  EXPECT_THAT(result.output, HasSubstr(kCudaBuild ? "backend: NCCL goes with device: \"cuda\""
+                                                  : "CPU-only"));
+}
+
+}  // namespace
+}  // namespace pipeline
