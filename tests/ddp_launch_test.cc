@@ -133,14 +133,15 @@ TEST(DdpLaunchTest, UnderMaxRestartsAKilledWorkerIsReplacedAndTheJobFinishes) {
                " --set=strategy.options.max_restarts=1 --set=checkpoint.every_steps=4 > " + log +
                " 2>&1; echo $? > " + dir + "/rc) &")
                   .c_str());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  // Events only, no deadline: how fast ResNet18 trains depends on how busy
+  // the machine is (Bazel's test timeout is the backstop for a hang).
   while (ReadFile(log).find("step 6/") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
+         !std::filesystem::exists(dir + "/rc")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_THAT(ReadFile(log), HasSubstr("step 6/"));
   ASSERT_EQ(std::system(("pkill -9 -n -f '[c]onfig=" + config + "'").c_str()), 0);
-  while (!std::filesystem::exists(dir + "/rc") && std::chrono::steady_clock::now() < deadline) {
+  while (!std::filesystem::exists(dir + "/rc")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const std::string output = ReadFile(log);
@@ -169,9 +170,9 @@ TEST(DdpLaunchTest, TwoNodesRestartTogetherWhenAWorkerOfOneDies) {
                  " 2>&1; echo $? > " + dir + "/rc" + n + ") &")
                     .c_str());
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  // Events only, no deadline (see above).
   while (ReadFile(dir + "/log0").find("step 6/") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
+         !std::filesystem::exists(dir + "/rc0") && !std::filesystem::exists(dir + "/rc1")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_THAT(ReadFile(dir + "/log0"), HasSubstr("step 6/"));
@@ -180,8 +181,7 @@ TEST(DdpLaunchTest, TwoNodesRestartTogetherWhenAWorkerOfOneDies) {
                          " .*--node_rank=1'")
                             .c_str()),
             0);
-  while ((!std::filesystem::exists(dir + "/rc0") || !std::filesystem::exists(dir + "/rc1")) &&
-         std::chrono::steady_clock::now() < deadline) {
+  while (!std::filesystem::exists(dir + "/rc0") || !std::filesystem::exists(dir + "/rc1")) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   const std::string node0 = ReadFile(dir + "/log0");
@@ -456,9 +456,11 @@ TEST(DdpLaunchTest, APortInUseIsNamed) {
   close(fd);
   EXPECT_EQ(runs[0].exit_code, 2);
   EXPECT_THAT(runs[0].output, HasSubstr(absl::StrCat("127.0.0.1:", port)));
-  EXPECT_THAT(runs[0].output, HasSubstr(absl::StrCat(
-                                  "Address already in use). Another process holds port ", port,
-                                  ": choose a free one with MASTER_PORT (or train --master_port)")));
+  EXPECT_THAT(runs[0].output, HasSubstr("Address already in use"));
+  EXPECT_THAT(runs[0].output,
+              HasSubstr(absl::StrCat("Another process holds port ", port,
+                                     ": choose a free one with MASTER_PORT (or train "
+                                     "--master_port)")));
 }
 
 }  // namespace
