@@ -39,7 +39,10 @@ std::string ReadFile(const std::string& path) {
 std::string WriteConfig(const std::string& name, int max_steps) {
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::create_directories(dir);
-  const std::string path = dir + "/config.textproto";
+  // The test process's id in the name: the pkill patterns below match this
+  // run's processes only, also when another copy of the suite runs at once
+  // (the Debian 13 root's, say, whose temporary folders have the same paths).
+  const std::string path = absl::StrCat(dir, "/config_", ::getpid(), ".textproto");
   std::ofstream(path) << absl::StrCat(R"pb(
     model { name: "resnet" }
     train_data {
@@ -246,7 +249,7 @@ std::string EquivalenceConfig(const std::string& name, const std::string& strate
   const bool ddp = strategy == "ddp";
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::create_directories(dir);
-  const std::string path = dir + "/config.textproto";
+  const std::string path = absl::StrCat(dir, "/config_", ::getpid(), ".textproto");
   std::ofstream(path) << absl::StrCat(R"pb(
     model {
       name: "small_cnn"

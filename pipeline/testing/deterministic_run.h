@@ -6,6 +6,8 @@
 // synthetic set in deterministic mode, 2 epochs, one process on batches of 8
 // or two (ddp) on 4 + 4, writing to <dir>/out.
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -25,11 +27,13 @@ struct DeterministicRun {
   std::string checkpoint = "keep_last: 0";
 };
 
-// Writes <dir>/config.textproto for `run`; returns its path.
+// Writes <dir>/config_<pid>.textproto for `run`; returns its path. The
+// process id makes tests' `pkill -f` patterns on the path match this test's
+// runs only, also when another copy of the suite runs at once.
 inline std::string WriteDeterministicRunConfig(const std::string& dir, bool ddp,
                                                const DeterministicRun& run) {
   std::filesystem::create_directories(dir);
-  const std::string path = dir + "/config.textproto";
+  const std::string path = absl::StrCat(dir, "/config_", ::getpid(), ".textproto");
   const std::string synthetic = R"pb(
         name: "synthetic"
         options {
