@@ -15,6 +15,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -114,6 +116,71 @@ bool AllFinite(const LoadedCheckpoint& checkpoint) {
     if (!tensor.isfinite().all().item<bool>()) return false;
   }
   return !checkpoint.model.empty();
+}
+
+// trainer.grad_scaler (on under FP16_AUTOCAST; here on the CPU in float32,
+// where it works the same): a step whose gradients are not finite is
+// GradScaler's skipped step, not an error, whatever on_nonfinite says; the
+// scale halves, and grows again after growth_interval finite steps.
+constexpr char kScaler[] =
+    "--set=trainer.grad_scaler.enabled=true --set=trainer.grad_scaler.growth_interval=3";
+
+TEST(LossScalerTest, ANanGradientStepIsSkippedAndTheScaleBacksOffThenGrows) {
+  const std::string dir = ::testing::TempDir() + "/scaler_skip";
+  const Result run = RunTrain(dir, WriteConfig(dir, "nan_gradient_at: [3, 4]", false), kScaler);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("step 3 (epoch 1): the gradient of parameter poison holds "
+                                    "NaN at loss scale 65536; skipped this optimizer step, loss "
+                                    "scale now 32768 (1 skipped so far)"));
+  EXPECT_THAT(run.output, HasSubstr("step 4 (epoch 1): the gradient of parameter poison holds "
+                                    "NaN at loss scale 32768; skipped this optimizer step, loss "
+                                    "scale now 16384 (2 skipped so far)"));
+  EXPECT_THAT(run.output, HasSubstr("\"skipped_steps\":2"));
+  EXPECT_TRUE(SameWeights(Read(dir + "/out/checkpoint_step_2.pt"),
+                          Read(dir + "/out/checkpoint_step_4.pt")));
+  // (scale, finite steps since it changed) after each step.
+  const std::vector<std::pair<double, int64_t>> expected = {
+      {65536, 1}, {65536, 2}, {32768, 0}, {16384, 0}, {16384, 1}, {16384, 2}, {32768, 0},
+      {32768, 1}};
+  for (int step = 1; step <= 8; ++step) {
+    // The last step's checkpoint is the epoch's.
+    const LoadedCheckpoint checkpoint =
+        Read(step == 8 ? dir + "/out/checkpoint_epoch_1.pt"
+                       : absl::StrCat(dir, "/out/checkpoint_step_", step, ".pt"));
+    EXPECT_EQ(checkpoint.contents.grad_scale, expected[step - 1].first) << step;
+    EXPECT_EQ(checkpoint.contents.grad_scaler_growth_tracker, expected[step - 1].second) << step;
+    EXPECT_TRUE(AllFinite(checkpoint)) << step;
+  }
+}
+
+// Scaling by a power of two and back is exact: with no overflow, a scaled
+// run's weights are bitwise those of the same run unscaled.
+TEST(LossScalerTest, WithoutOverflowScalingLeavesTheWeightsBitwiseAsTheyWere) {
+  const std::string scaled = ::testing::TempDir() + "/scaler_exact_scaled";
+  const std::string plain = ::testing::TempDir() + "/scaler_exact_plain";
+  ASSERT_EQ(RunTrain(scaled, WriteConfig(scaled, "", false), kScaler).exit_code, 0);
+  ASSERT_EQ(RunTrain(plain, WriteConfig(plain, "", false)).exit_code, 0);
+  const LoadedCheckpoint a = Read(scaled + "/out/checkpoint_epoch_1.pt");
+  EXPECT_EQ(a.contents.grad_scale, 65536.0 * 4);  // grew after steps 3 and 6
+  EXPECT_TRUE(SameWeights(a, Read(plain + "/out/checkpoint_epoch_1.pt")));
+  EXPECT_FALSE(SameWeights(a, Read(plain + "/out/checkpoint_step_7.pt")));
+}
+
+// The scale is in the checkpoints: a run resumed at step 4 scales on as the
+// uninterrupted one did.
+TEST(LossScalerTest, AResumedRunContinuesWithTheCheckpointsScale) {
+  const std::string dir = ::testing::TempDir() + "/scaler_resume";
+  const std::string config = WriteConfig(dir, "", false);
+  ASSERT_EQ(RunTrain(dir, config, kScaler).exit_code, 0);
+  const LoadedCheckpoint uninterrupted = Read(dir + "/out/checkpoint_epoch_1.pt");
+  const Result resumed = RunTrain(
+      dir, config, absl::StrCat(kScaler, " --resume=", dir, "/out/checkpoint_step_4.pt"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  const LoadedCheckpoint again = Read(dir + "/out/checkpoint_epoch_1.pt");
+  EXPECT_EQ(again.contents.grad_scale, uninterrupted.contents.grad_scale);
+  EXPECT_EQ(again.contents.grad_scaler_growth_tracker,
+            uninterrupted.contents.grad_scaler_growth_tracker);
+  EXPECT_EQ(again.contents.grad_scaler_growth_tracker, 2);
 }
 
 TEST(NonFiniteTest, ANanGradientStopsBeforeTheUpdateAndKeepsTheLastCheckpoint) {

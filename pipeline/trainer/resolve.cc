@@ -86,6 +86,20 @@ void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors
     errors.push_back(absl::StrCat("trainer.label_smoothing: ", trainer.label_smoothing(),
                                   "; must be in [0, 1)"));
   }
+  const GradScalerConfig& scaler = trainer.grad_scaler();
+  if (!(scaler.init_scale() > 0)) {
+    errors.push_back(absl::StrCat("trainer.grad_scaler.init_scale: ", scaler.init_scale(),
+                                  "; must be > 0 (PyTorch's default is 65536)"));
+  }
+  if (!(scaler.growth_factor() > 1)) {
+    errors.push_back(absl::StrCat("trainer.grad_scaler.growth_factor: ", scaler.growth_factor(),
+                                  "; must be > 1 (default 2)"));
+  }
+  if (!(scaler.backoff_factor() > 0 && scaler.backoff_factor() < 1)) {
+    errors.push_back(absl::StrCat("trainer.grad_scaler.backoff_factor: ",
+                                  scaler.backoff_factor(), "; must be in (0, 1) (default 0.5)"));
+  }
+  at_least("grad_scaler.growth_interval", scaler.growth_interval(), 1);
 }
 
 }  // namespace

@@ -666,10 +666,11 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
 
   const float label_smoothing = trainer.label_smoothing();
   const int accumulate = trainer.accumulate_steps();
-  // FP16_AUTOCAST: backward runs on the scaled loss; the gradients are
-  // unscaled before the step.
+  // trainer.grad_scaler (on under FP16_AUTOCAST): backward runs on the
+  // scaled loss; the gradients are unscaled before the step.
   std::optional<GradScaler> scaler;
-  if (trainer.precision() == TrainerConfig::FP16_AUTOCAST) {
+  if (trainer.grad_scaler().has_enabled() ? trainer.grad_scaler().enabled()
+                                          : trainer.precision() == TrainerConfig::FP16_AUTOCAST) {
     scaler.emplace(trainer.grad_scaler());
     if (resume && resume->checkpoint.contents.grad_scale > 0) {
       scaler->Restore({resume->checkpoint.contents.grad_scale,
@@ -774,9 +775,14 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                          strategy->ForwardBackward(*model, ModelInput(batch.images, trainer),
                                                    batch.labels, loss_function));
         const int64_t n = batch.labels.size(0);
-        // The scale is a power of two: dividing by it is exact.
+        // Under loss scaling the strategy's loss is the scaled one, which
+        // may overflow where the loss itself does not: the figure comes
+        // from the logits instead (a few operations on B x classes).
         const double batch_loss =
-            output.loss.item<double>() * accumulate / (scaler ? scaler->scale() : 1.0);
+            scaler ? at::cross_entropy_loss(output.logits.to(at::kFloat), batch.labels, {},
+                                            at::Reduction::Mean, -100, label_smoothing)
+                         .item<double>()
+                   : output.loss.item<double>() * accumulate;
         if (!std::isfinite(batch_loss)) {
           // Decided below, after the step's every batch: under ddp the
           // other ranks wait in this step's collectives.
@@ -1029,7 +1035,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       summary.skipped_steps, summary.skipped_samples);
   if (log && summary.skipped_steps > 0) {
     *log << "train: " << summary.skipped_steps << " of " << summary.steps
-         << " optimizer steps skipped for non-finite values (trainer.on_nonfinite: SKIP_STEP)\n";
+         << " optimizer steps skipped for non-finite values ("
+         << (scaler ? "loss scale too large for them, or " : "")
+         << "trainer.on_nonfinite: SKIP_STEP)\n";
   }
   if (events) *events << summary_event << "\n" << std::flush;
   if (metrics.is_open()) metrics << summary_event << "\n" << std::flush;
