@@ -24,9 +24,13 @@ def _abseil_impl(ctx):
     names = []
     for entry in folder.readdir():
         name = entry.basename
-        # The development symlinks (libabsl_X.so) only; the test helpers
-        # would pull GoogleTest in.
-        if name.startswith("libabsl_") and name.endswith(".so") and "test" not in name:
+        # The development symlinks (libabsl_X.so) only; not the test helpers
+        # (they would pull GoogleTest in), nor Abseil's command-line flags,
+        # which the runner does not use (it has gflags): loaded, 2024's
+        # libabsl_log_flags registers its flags from a static initialiser
+        # and crashed every binary at start in Debian 13.
+        if (name.startswith("libabsl_") and name.endswith(".so") and
+            "test" not in name and "flags" not in name):
             names.append(name[len("lib"):-len(".so")])
     if not names:
         fail("no Abseil libraries in %s: install libabsl-dev (tools/setup.sh does)" % folder)
