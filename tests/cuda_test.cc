@@ -15,6 +15,7 @@
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/testing/command.h"
 #include "pipeline/testing/free_port.h"
+#include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/util/cuda_devices.h"
 #include "pipeline/util/torch_version.h"
@@ -56,12 +57,6 @@ torch::Tensor CrossEntropy(const torch::Tensor& logits, const torch::Tensor& lab
   return torch::nll_loss(torch::log_softmax(logits, 1), labels);
 }
 
-void CopyWeights(Model& from, Model& to) {
-  torch::NoGradGuard no_grad;
-  auto target = to.named_parameters();
-  for (const auto& p : from.named_parameters()) target[p.key()].copy_(p.value().to(target[p.key()].device()));
-}
-
 std::string SingleOn(const std::string& device) {
   return absl::StrCat(
       "name: \"single\" options { [type.googleapis.com/pipeline.SingleDeviceOptions] { device: \"",
@@ -73,7 +68,7 @@ std::string SingleOn(const std::string& device) {
 void ExpectSameTrainingAsCpu(Strategy& strategy, double tolerance) {
   torch::manual_seed(0);
   ConvNet model, reference;
-  CopyWeights(model, reference);
+  testing::CopyParameters(model, reference);
   auto cpu = testing::CreatePlugin<Strategy>(SingleOn("cpu"));
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ASSERT_TRUE(strategy.Prepare(model, ConvNetFactory()).ok());

@@ -26,6 +26,17 @@ inline std::vector<int64_t> ParameterShape(const torch::nn::Module& model,
   return parameter->sizes().vec();
 }
 
+// Copies every parameter of `from` into the parameter of the same name of
+// `to` (an identically built model), onto the device `to` keeps it on.
+inline void CopyParameters(const torch::nn::Module& from, torch::nn::Module& to) {
+  torch::NoGradGuard no_grad;
+  auto target = to.named_parameters();
+  for (const auto& p : from.named_parameters()) {
+    torch::Tensor& into = target[p.key()];
+    into.copy_(p.value().to(into.device()));
+  }
+}
+
 }  // namespace testing
 }  // namespace pipeline
 

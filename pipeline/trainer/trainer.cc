@@ -470,10 +470,6 @@ absl::Status ReportBadSamples(int64_t epoch, int64_t epochs, const PipelineConfi
   return absl::OkStatus();
 }
 
-}  // namespace
-
-namespace {
-
 // Below it, gradients are not finite at any scale: the run has diverged.
 constexpr double kSmallestLossScale = 1.0 / (1 << 24);
 
@@ -677,12 +673,14 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                        resume->checkpoint.contents.grad_scaler_growth_tracker});
     }
   }
+  auto cross_entropy = [label_smoothing](const torch::Tensor& logits,
+                                         const torch::Tensor& labels) {
+    return at::cross_entropy_loss(logits, labels, {}, at::Reduction::Mean, -100, label_smoothing);
+  };
   // Each accumulated batch contributes 1/accumulate of the step's gradient.
-  LossFunction loss_function = [label_smoothing, accumulate, &scaler](
+  LossFunction loss_function = [cross_entropy, accumulate, &scaler](
                                    const torch::Tensor& logits, const torch::Tensor& labels) {
-    const torch::Tensor loss = at::cross_entropy_loss(logits, labels, {}, at::Reduction::Mean,
-                                                      -100, label_smoothing) /
-                               accumulate;
+    const torch::Tensor loss = cross_entropy(logits, labels) / accumulate;
     return scaler ? scaler->Scale(loss) : loss;
   };
 
@@ -779,9 +777,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         // may overflow where the loss itself does not: the figure comes
         // from the logits instead (a few operations on B x classes).
         const double batch_loss =
-            scaler ? at::cross_entropy_loss(output.logits.to(at::kFloat), batch.labels, {},
-                                            at::Reduction::Mean, -100, label_smoothing)
-                         .item<double>()
+            scaler ? cross_entropy(output.logits.to(at::kFloat), batch.labels).item<double>()
                    : output.loss.item<double>() * accumulate;
         if (!std::isfinite(batch_loss)) {
           // Decided below, after the step's every batch: under ddp the

@@ -1,5 +1,7 @@
 #include "pipeline/util/cuda_devices.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "pipeline/util/torch_version.h"
 #include "torch/cuda.h"
@@ -19,9 +21,10 @@ absl::Status CheckCudaDevice(const std::string& field, int index) {
   }
   const int visible = VisibleCudaDevices();
   if (visible == 0) {
+    const char* visible_devices = std::getenv("CUDA_VISIBLE_DEVICES");
     return absl::FailedPreconditionError(absl::StrCat(
         field, ": no CUDA device is visible on this machine (CUDA_VISIBLE_DEVICES=\"",
-        std::getenv("CUDA_VISIBLE_DEVICES") ? std::getenv("CUDA_VISIBLE_DEVICES") : "<unset>",
+        visible_devices != nullptr ? visible_devices : "<unset>",
         "\"; nvidia-smi lists what the driver sees); use device \"cpu\" here"));
   }
   if (index >= visible) {

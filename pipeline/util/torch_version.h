@@ -9,7 +9,6 @@
 namespace pipeline {
 
 inline constexpr const char kLibTorchVersion[] = TORCH_VERSION;
-inline constexpr int kLibTorchMajor = TORCH_VERSION_MAJOR;
 
 // True when this binary was linked against a CUDA LibTorch (--config=cuda).
 inline constexpr bool kCudaBuild =

@@ -4,6 +4,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/util/torch_version.h"
 #include "torch/cuda.h"
@@ -38,12 +39,6 @@ torch::Tensor CrossEntropy(const torch::Tensor& logits, const torch::Tensor& lab
   return torch::nll_loss(torch::log_softmax(logits, 1), labels);
 }
 
-void CopyWeights(Model& from, Model& to) {
-  torch::NoGradGuard no_grad;
-  auto target = to.named_parameters();
-  for (const auto& p : from.named_parameters()) target[p.key()].copy_(p.value());
-}
-
 constexpr char kTwoReplicas[] = R"pb(name: "data_parallel")pb";
 
 // k SGD steps of data_parallel over 2 replicas against single-device
@@ -55,7 +50,7 @@ void ExpectSameTrainingAsSingle(int64_t batch) {
   ASSERT_TRUE(parallel.ok()) << parallel.status();
   ASSERT_TRUE(single.ok()) << single.status();
   TwoLayers model, reference;
-  CopyWeights(model, reference);
+  testing::CopyParameters(model, reference);
   ASSERT_TRUE((*parallel)->Prepare(model, TwoLayersFactory()).ok());
   ASSERT_TRUE((*single)->Prepare(reference, {}).ok());
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.5).momentum(0.9));
@@ -97,7 +92,7 @@ TEST(DataParallelTest, ABatchSmallerThanTheReplicasUsesFewerReplicas) {
            options { [type.googleapis.com/pipeline.DataParallelOptions] { replicas: 3 } })pb");
   ASSERT_TRUE(strategy.ok()) << strategy.status();
   TwoLayers model, reference;
-  CopyWeights(model, reference);
+  testing::CopyParameters(model, reference);
   ASSERT_TRUE((*strategy)->Prepare(model, TwoLayersFactory()).ok());
   const torch::Tensor images = torch::randn({2, 4});
   const torch::Tensor labels = torch::tensor({0, 2}, torch::kLong);
@@ -115,7 +110,7 @@ TEST(DataParallelTest, AccumulatedMicroBatchesEqualOneBigBatch) {
   auto strategy = testing::CreatePlugin<Strategy>(kTwoReplicas);
   ASSERT_TRUE(strategy.ok()) << strategy.status();
   TwoLayers model, reference;
-  CopyWeights(model, reference);
+  testing::CopyParameters(model, reference);
   ASSERT_TRUE((*strategy)->Prepare(model, TwoLayersFactory()).ok());
   const torch::Tensor images = torch::randn({8, 4});
   const torch::Tensor labels = torch::randint(0, 3, {8}, torch::kLong);
