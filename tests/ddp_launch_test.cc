@@ -8,19 +8,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/background_process.h"
 #include "pipeline/testing/free_port.h"
 
 namespace pipeline {
@@ -39,9 +40,6 @@ std::string ReadFile(const std::string& path) {
 std::string WriteConfig(const std::string& name, int max_steps) {
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::create_directories(dir);
-  // The test process's id in the name: the pkill patterns below match this
-  // run's processes only, also when another copy of the suite runs at once
-  // (the Debian 13 root's, say, whose temporary folders have the same paths).
   const std::string path = absl::StrCat(dir, "/config_", ::getpid(), ".textproto");
   std::ofstream(path) << absl::StrCat(R"pb(
     model { name: "resnet" }
@@ -96,59 +94,50 @@ TEST(DdpLaunchTest, TwoWorkersTrainAndReportOnce) {
   }
   EXPECT_EQ(summaries, 1u) << output;
   EXPECT_THAT(output, HasSubstr("\"steps\":6"));
+  // One short header for the job, from rank 0.
+  size_t headers = 0;
+  for (size_t at = output.find("the resolved config (every default filled in) is saved as ");
+       at != std::string::npos;
+       at = output.find("the resolved config (every default filled in) is saved as ", at + 1)) {
+    ++headers;
+  }
+  EXPECT_EQ(headers, 1u) << output;
+  EXPECT_THAT(output, HasSubstr("strategy ddp, world size 2"));
 }
 
+// The pid of `rank`'s worker as the launcher of `run` printed it.
+pid_t WorkerPid(const testing::BackgroundProcess& run, int rank) {
+  const std::optional<pid_t> pid = testing::LauncherWorkerPid(run.Output(), rank);
+  EXPECT_TRUE(pid.has_value()) << run.Output();
+  return pid.value_or(-1);
+}
+
+// Every wait below is for an event (a log line, an exit), never a deadline:
+// how fast the workers train depends on how busy the machine is, and the
+// test's timeout is the backstop for a hang.
 TEST(DdpLaunchTest, ADeadWorkerStopsTheOthersAndIsNamed) {
   const std::string config = WriteConfig("ddp_kill", 100000);
-  const std::string dir = ::testing::TempDir() + "/ddp_kill";
-  const std::string log = dir + "/log";
-  std::system(("(tools/train --config=" + config + " > " + log + " 2>&1; echo $? > " + dir +
-               "/rc) &")
-                  .c_str());
-  // Wait until both workers train, then SIGKILL the newest process (rank 1);
-  // "[c]" keeps pkill from matching the shell that runs it.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (ReadFile(log).find("step 2/") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_THAT(ReadFile(log), HasSubstr("step 2/"));
-  ASSERT_EQ(std::system(("pkill -9 -n -f '[c]onfig=" + config + "'").c_str()), 0);
-  const auto killed = std::chrono::steady_clock::now();
-  while (!std::filesystem::exists(dir + "/rc") &&
-         std::chrono::steady_clock::now() < killed + std::chrono::seconds(30)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
-  ASSERT_TRUE(std::filesystem::exists(dir + "/rc")) << "launcher still running\n" << ReadFile(log);
-  EXPECT_LT(seconds, 15.0);
-  EXPECT_NE(ReadFile(dir + "/rc"), "0\n");
-  EXPECT_THAT(ReadFile(log), HasSubstr("was killed by signal 9 (Killed); stopped the other workers"));
-  EXPECT_THAT(ReadFile(log), HasSubstr("error: rank 1 (pid "));
+  testing::BackgroundProcess run({"tools/train", "--config=" + config},
+                                 ::testing::TempDir() + "/ddp_kill/log");
+  ASSERT_TRUE(run.WaitForOutput("step 2/")) << run.Output();
+  const pid_t rank1 = WorkerPid(run, 1);
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
+  EXPECT_EQ(run.Wait(), 1) << run.Output();
+  EXPECT_THAT(run.Output(), HasSubstr("was killed by signal 9 (Killed); stopped the other workers"));
+  EXPECT_THAT(run.Output(), HasSubstr(absl::StrCat("error: rank 1 (pid ", rank1, ")")));
+  EXPECT_FALSE(testing::ProcessIsAlive(WorkerPid(run, 0)));
 }
 
 TEST(DdpLaunchTest, UnderMaxRestartsAKilledWorkerIsReplacedAndTheJobFinishes) {
   const std::string config = WriteConfig("ddp_restart", 40);
-  const std::string dir = ::testing::TempDir() + "/ddp_restart";
-  const std::string log = dir + "/log";
-  std::system(("(tools/train --config=" + config +
-               " --set=strategy.options.max_restarts=1 --set=checkpoint.every_steps=4 > " + log +
-               " 2>&1; echo $? > " + dir + "/rc) &")
-                  .c_str());
-  // Events only, no deadline: how fast ResNet18 trains depends on how busy
-  // the machine is (Bazel's test timeout is the backstop for a hang).
-  while (ReadFile(log).find("step 6/") == std::string::npos &&
-         !std::filesystem::exists(dir + "/rc")) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_THAT(ReadFile(log), HasSubstr("step 6/"));
-  ASSERT_EQ(std::system(("pkill -9 -n -f '[c]onfig=" + config + "'").c_str()), 0);
-  while (!std::filesystem::exists(dir + "/rc")) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const std::string output = ReadFile(log);
-  EXPECT_EQ(ReadFile(dir + "/rc"), "0\n") << output;
+  testing::BackgroundProcess run(
+      {"tools/train", "--config=" + config, "--set=strategy.options.max_restarts=1",
+       "--set=checkpoint.every_steps=4"},
+      ::testing::TempDir() + "/ddp_restart/log");
+  ASSERT_TRUE(run.WaitForOutput("step 6/")) << run.Output();
+  ASSERT_EQ(::kill(WorkerPid(run, 1), SIGKILL), 0);
+  EXPECT_EQ(run.Wait(), 0) << run.Output();
+  const std::string output = run.Output();
   EXPECT_THAT(output, HasSubstr("launcher: restart 1 of 1 after: rank 1 (pid "));
   EXPECT_THAT(output, HasSubstr("resume: continuing from "));
   EXPECT_THAT(output, HasSubstr("\"steps\":40"));
@@ -161,36 +150,28 @@ TEST(DdpLaunchTest, UnderMaxRestartsAKilledWorkerIsReplacedAndTheJobFinishes) {
 // finishes from the latest checkpoint.
 TEST(DdpLaunchTest, TwoNodesRestartTogetherWhenAWorkerOfOneDies) {
   const std::string dir = ::testing::TempDir() + "/ddp_two_node_restart";
-  std::filesystem::remove_all(dir);  // no exit codes or checkpoints of an earlier run
+  std::filesystem::remove_all(dir);  // no checkpoints of an earlier run
   const std::string config = WriteConfig("ddp_two_node_restart", 40);
-  const std::string common = absl::StrCat(
-      " --nnodes=2 --nproc_per_node=1 --master_addr=127.0.0.1 --master_port=", testing::FreePort(),
-      " --set=strategy.options.max_restarts=1 --set=strategy.options.timeout_seconds=20"
-      " --set=checkpoint.every_steps=4 --node_rank=");
+  const int port = testing::FreePort();
+  std::vector<std::unique_ptr<testing::BackgroundProcess>> nodes;
   for (int node = 0; node < 2; ++node) {
-    const std::string n = std::to_string(node);
-    std::system(("(tools/train --config=" + config + common + n + " > " + dir + "/log" + n +
-                 " 2>&1; echo $? > " + dir + "/rc" + n + ") &")
-                    .c_str());
+    nodes.push_back(std::make_unique<testing::BackgroundProcess>(
+        std::vector<std::string>{
+            "tools/train", "--config=" + config, "--nnodes=2", "--nproc_per_node=1",
+            "--master_addr=127.0.0.1", absl::StrCat("--master_port=", port),
+            "--set=strategy.options.max_restarts=1",
+            "--set=strategy.options.timeout_seconds=20", "--set=checkpoint.every_steps=4",
+            absl::StrCat("--node_rank=", node)},
+        absl::StrCat(dir, "/log", node)));
   }
-  // Events only, no deadline (see above).
-  while (ReadFile(dir + "/log0").find("step 6/") == std::string::npos &&
-         !std::filesystem::exists(dir + "/rc0") && !std::filesystem::exists(dir + "/rc1")) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_THAT(ReadFile(dir + "/log0"), HasSubstr("step 6/"));
-  // The worker, not the launcher: workers run as /proc/self/exe.
-  ASSERT_EQ(std::system(("pkill -9 -f '[p]roc/self/exe --config=" + config +
-                         " .*--node_rank=1'")
-                            .c_str()),
-            0);
-  while (!std::filesystem::exists(dir + "/rc0") || !std::filesystem::exists(dir + "/rc1")) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const std::string node0 = ReadFile(dir + "/log0");
-  const std::string node1 = ReadFile(dir + "/log1");
-  EXPECT_EQ(ReadFile(dir + "/rc0"), "0\n") << node0;
-  EXPECT_EQ(ReadFile(dir + "/rc1"), "0\n") << node1;
+  ASSERT_TRUE(nodes[0]->WaitForOutput("step 6/")) << nodes[0]->Output();
+  ASSERT_EQ(::kill(WorkerPid(*nodes[1], 1), SIGKILL), 0);
+  const int node0_exit = nodes[0]->Wait();
+  const int node1_exit = nodes[1]->Wait();
+  const std::string node0 = nodes[0]->Output();
+  const std::string node1 = nodes[1]->Output();
+  EXPECT_EQ(node0_exit, 0) << node0;
+  EXPECT_EQ(node1_exit, 0) << node1;
   EXPECT_THAT(node1, HasSubstr("launcher: restart 1 of 1 after: rank 1 (pid "));
   EXPECT_THAT(node1, HasSubstr("was killed by signal 9"));
   EXPECT_THAT(node0, HasSubstr("launcher: restart 1 of 1 after: rank 0 (pid "));
@@ -202,34 +183,18 @@ TEST(DdpLaunchTest, TwoNodesRestartTogetherWhenAWorkerOfOneDies) {
 // collective times out after timeout_seconds and the launcher ends it all.
 TEST(DdpLaunchTest, AHungPeerEndsTheJobAfterTheTimeout) {
   const std::string config = WriteConfig("ddp_hung", 100000);
-  const std::string dir = ::testing::TempDir() + "/ddp_hung";
-  const std::string log = dir + "/log";
-  std::system(("(tools/train --config=" + config +
-               " --set=strategy.options.timeout_seconds=5 > " + log + " 2>&1; echo $? > " + dir +
-               "/rc) &")
-                  .c_str());
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (ReadFile(log).find("step 2/") == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_THAT(ReadFile(log), HasSubstr("step 2/"));
-  ASSERT_EQ(std::system(("pkill -STOP -n -f '[c]onfig=" + config + "'").c_str()), 0);
-  const auto stopped = std::chrono::steady_clock::now();
-  while (!std::filesystem::exists(dir + "/rc") &&
-         std::chrono::steady_clock::now() < stopped + std::chrono::seconds(60)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  testing::BackgroundProcess run(
+      {"tools/train", "--config=" + config, "--set=strategy.options.timeout_seconds=5"},
+      ::testing::TempDir() + "/ddp_hung/log");
+  ASSERT_TRUE(run.WaitForOutput("step 2/")) << run.Output();
+  const pid_t rank1 = WorkerPid(run, 1);
+  ASSERT_EQ(::kill(rank1, SIGSTOP), 0);
+  EXPECT_NE(run.Wait(), 0);
   // Never leave a stopped process behind, whatever happened.
-  std::system(("pkill -9 -f '[c]onfig=" + config + "'").c_str());
-  ASSERT_TRUE(std::filesystem::exists(dir + "/rc")) << "still running\n" << ReadFile(log);
-  EXPECT_LT(seconds, 5 + 20.0);
-  EXPECT_NE(ReadFile(dir + "/rc"), "0\n");
-  const std::string output = ReadFile(log);
-  // The collective that timed out is named, and the final line names the
-  // rank that hung it: the launcher saw it stop.
+  if (testing::ProcessIsAlive(rank1)) ::kill(rank1, SIGKILL);
+  const std::string output = run.Output();
+  // The collective that timed out is named with the runner's own bound, and
+  // the final line names the rank that hung it: the launcher saw it stop.
   // (Gloo's own words differ between versions: "Timed out waiting 5000ms"
   // in LibTorch 1.13's, "Operation timed out!" in 2.6's.)
   EXPECT_THAT(output, HasSubstr("(waited up to timeout_seconds: 5); this is collective number"));
@@ -239,7 +204,7 @@ TEST(DdpLaunchTest, AHungPeerEndsTheJobAfterTheTimeout) {
     if (absl::StartsWith(line, "error: ")) last_error = std::string(line);
   }
   EXPECT_THAT(last_error, HasSubstr("error: rank 0 (pid ")) << output;
-  EXPECT_THAT(last_error, HasSubstr(" while rank 1 (pid ")) << output;
+  EXPECT_THAT(last_error, HasSubstr(absl::StrCat(" while rank 1 (pid ", rank1, ")"))) << output;
   EXPECT_THAT(last_error, HasSubstr("was stopped by signal 19 (Stopped (signal))")) << output;
   EXPECT_THAT(last_error, HasSubstr("and hung the job")) << output;
 }
@@ -358,7 +323,8 @@ struct RankRun {
 
 // Starts one `train` per entry of `environments` (variables as a shell
 // prefix, then extra flags) at the same time, as torchrun or srun would, and
-// waits for all; each is bounded by `timeout` so a hang fails the test.
+// waits for all. `timeout 900` only turns a hang into a failure that shows
+// the logs, far beyond what a run of four tiny steps takes on a busy machine.
 std::vector<RankRun> RunRanks(const std::string& name, const std::string& config,
                               const std::vector<std::string>& environments,
                               const std::vector<std::string>& flags = {}) {
@@ -367,7 +333,7 @@ std::vector<RankRun> RunRanks(const std::string& name, const std::string& config
   std::string command;
   for (size_t r = 0; r < environments.size(); ++r) {
     const std::string log = absl::StrCat(dir, "/log", r);
-    command += absl::StrCat("(env ", environments[r], " timeout 120 tools/train --config=", config,
+    command += absl::StrCat("(env ", environments[r], " timeout 900 tools/train --config=", config,
                             " ", r < flags.size() ? flags[r] : "", " > ", log, " 2>&1; echo $? > ",
                             dir, "/rc", r, ") & ");
   }
@@ -427,15 +393,43 @@ TEST(DdpLaunchTest, TwoNodesFormOneJob) {
   EXPECT_THAT(runs[0].output, HasSubstr("(30 samples)"));
 }
 
+// A rendezvous host that does not resolve is an error within seconds that
+// names the host and where it came from, not a retry loop until the
+// timeout. (".invalid" never resolves, RFC 2606.)
+TEST(DdpLaunchTest, AMasterAddressThatDoesNotResolveIsNamedWithItsSource) {
+  const std::string config = EquivalenceConfig("unresolvable", "ddp");
+  const std::string port = absl::StrCat(" MASTER_PORT=", FreePort());
+  const std::vector<RankRun> runs = RunRanks(
+      "unresolvable", config,
+      {"RANK=0 WORLD_SIZE=2 MASTER_ADDR=no-such-host.invalid" + port,
+       "SLURM_PROCID=1 SLURM_NTASKS=2 SLURM_JOB_NODELIST=nowhere.invalid" + port});
+  EXPECT_EQ(runs[0].exit_code, 2) << runs[0].output;
+  EXPECT_THAT(runs[0].output,
+              HasSubstr("the rendezvous host \"no-such-host.invalid\" (from MASTER_ADDR) does "
+                        "not resolve"));
+  EXPECT_EQ(runs[1].exit_code, 2) << runs[1].output;
+  EXPECT_THAT(runs[1].output,
+              HasSubstr("the rendezvous host \"nowhere.invalid\" (from the first host of "
+                        "SLURM_JOB_NODELIST=nowhere.invalid) does not resolve"));
+  // The launcher checks its flag before it starts any worker.
+  const std::vector<RankRun> launched = RunRanks(
+      "unresolvable_launcher", config, {""},
+      {absl::StrCat("--nnodes=2 --node_rank=1 --master_addr=no-such-host.invalid --master_port=",
+                    FreePort())});
+  EXPECT_EQ(launched[0].exit_code, 2) << launched[0].output;
+  EXPECT_THAT(launched[0].output,
+              HasSubstr("the rendezvous host \"no-such-host.invalid\" (from --master_addr) does "
+                        "not resolve"));
+  EXPECT_THAT(launched[0].output, Not(HasSubstr("launcher: started")));
+}
+
 TEST(DdpLaunchTest, RanksWithDifferentConfigsAreStoppedAtTheStart) {
   const std::string config = EquivalenceConfig("config_mismatch", "ddp");
   const std::string rendezvous = absl::StrCat("WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=",
                                               FreePort(), " RANK=");
-  const auto start = std::chrono::steady_clock::now();
   const std::vector<RankRun> runs =
       RunRanks("config_mismatch", config, {rendezvous + "0", rendezvous + "1"},
                {"", "--set=trainer.seed=8"});
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60);
   for (const RankRun& run : runs) {
     EXPECT_EQ(run.exit_code, 2) << run.output;
     EXPECT_THAT(run.output, HasSubstr("the resolved config of rank 1 differs from rank 0's; "

@@ -3,21 +3,22 @@
 // in one process and with two ddp processes; a corrupted latest checkpoint
 // is passed over for the one before it.
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/background_process.h"
 #include "pipeline/testing/deterministic_run.h"
 #include "pipeline/testing/same_weights.h"
 
@@ -37,29 +38,28 @@ int RunTrain(const std::string& arguments, const std::string& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Starts the run in the background, SIGKILLs the process matching `victim`
-// (pkill -f pattern) once the log shows step `kill_at`, then resumes it.
-void KillAndResume(const std::string& dir, const std::string& config, int kill_at,
-                   const std::string& victim) {
-  const std::string log = dir + "/log";
-  std::system(("(tools/train --config=" + config + " > " + log + " 2>&1; echo $? > " + dir +
-               "/rc) &")
-                  .c_str());
-  const std::string marker = absl::StrCat(" step ", kill_at % 48 == 0 ? 48 : kill_at % 48, "/48");
-  const std::string epoch_marker = kill_at > 48 ? "epoch 2/2" : "epoch 1/2";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const std::string text = testing::ReadFile(log);
-    if (text.find(epoch_marker + marker) != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+// Starts the run in the background, SIGKILLs it once the log shows step
+// `kill_at` (the train process itself, or under ddp the worker of rank 1,
+// by the pid the launcher printed), then resumes it.
+void KillAndResume(const std::string& dir, const std::string& config, int kill_at, bool ddp) {
+  const std::string marker = absl::StrCat(kill_at > 48 ? "epoch 2/2" : "epoch 1/2", " step ",
+                                          kill_at % 48 == 0 ? 48 : kill_at % 48, "/48");
+  {
+    testing::BackgroundProcess run({"tools/train", "--config=" + config}, dir + "/log");
+    ASSERT_TRUE(run.WaitForOutput(marker)) << run.Output();
+    if (ddp) {
+      const std::optional<pid_t> rank1 = testing::LauncherWorkerPid(run.Output(), 1);
+      ASSERT_TRUE(rank1.has_value()) << run.Output();
+      ASSERT_EQ(::kill(*rank1, SIGKILL), 0);
+      // The launcher sees its worker die, stops the other and exits.
+      EXPECT_EQ(run.Wait(), 1) << run.Output();
+    } else {
+      ASSERT_TRUE(run.Signal(SIGKILL));
+      EXPECT_EQ(run.Wait(), 128 + SIGKILL);
+    }
+    // Killed before the end: no final checkpoint yet.
+    ASSERT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_epoch_2.pt")) << run.Output();
   }
-  ASSERT_EQ(std::system(("pkill -9 " + victim).c_str()), 0) << testing::ReadFile(log);
-  while (!std::filesystem::exists(dir + "/rc") && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  const std::string killed_log = testing::ReadFile(log);
-  // Killed before the end: no final checkpoint yet.
-  ASSERT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_epoch_2.pt")) << killed_log;
   const std::string resumed_log = dir + "/resumed_log";
   ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed_log), 0)
       << testing::ReadFile(resumed_log);
@@ -89,7 +89,7 @@ TEST(ResumeTest, KilledAtARandomStepAndResumedEndsBitwiseEqual) {
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, false);
   const int kill_at = RandomStep();
-  KillAndResume(dir, config, kill_at, "-f '[c]onfig=" + config + "'");
+  KillAndResume(dir, config, kill_at, /*ddp=*/false);
   SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");
@@ -105,8 +105,7 @@ TEST(ResumeTest, TwoProcessDdpKilledAndResumedEndsBitwiseEqual) {
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, true);
   const int kill_at = RandomStep();
-  // The newest process is rank 1: the launcher stops rank 0 and exits.
-  KillAndResume(dir, config, kill_at, "-n -f '[c]onfig=" + config + "'");
+  KillAndResume(dir, config, kill_at, /*ddp=*/true);
   SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -99,7 +100,7 @@ TEST(TrainCliTest, EveryShippedConfigResolves) {
 TEST(TrainCliTest, DryRunOfTheDataParallelConfigBuildsTwoReplicas) {
   Result result = RunTrain("--config=configs/dp.textproto --dry_run");
   EXPECT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_THAT(result.output, HasSubstr("name: \"data_parallel\""));
+  EXPECT_THAT(result.output, HasSubstr("strategy data_parallel, world size 1"));
   EXPECT_THAT(result.output, HasSubstr("dry run: the config is valid and every plugin was built"));
 }
 
@@ -282,6 +283,73 @@ TEST(TrainCliTest, UnreadableIdxFile) {
   ExpectOneCleanError(RunTrain("--config=" + path + " --dry_run"),
                       "train_data.dataset: dataset \"fashion_mnist\": " + root +
                           "/train-images-idx3-ubyte.gz: not an idx images file");
+}
+
+// A dry run of a multi-process config validates what the run would: the
+// launcher starts the workers, they form the process group and check the
+// data, and nothing trains.
+TEST(TrainCliTest, DryRunOfTheDdpConfigLaunchesItsWorkers) {
+  Result result = RunTrain("--config=configs/ddp.textproto --dry_run");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("launcher: started 2 workers (ranks 0-1 of 2)"));
+  EXPECT_THAT(result.output, HasSubstr("strategy ddp, world size 2"));
+  EXPECT_THAT(result.output, HasSubstr("dry run: the config is valid and every plugin was built"));
+  EXPECT_THAT(result.output, Not(HasSubstr("\"event\":\"summary\"")));
+}
+
+// The start says where the resolved config is, in one line; the ~100 lines
+// of it are in output_dir and behind --print_config.
+TEST(TrainCliTest, AStartPrintsAShortHeaderAndSavesTheResolvedConfig) {
+  const std::string out = Dir("header_out");
+  const std::string config = WriteConfig("header.textproto", absl::StrCat(R"pb(
+    model { name: "small_cnn" }
+    train_data {
+      dataset {
+        name: "synthetic"
+        options { [type.googleapis.com/pipeline.SyntheticOptions] { num_samples: 8 } }
+      }
+    }
+    trainer { batch_size: 4 max_steps: 1 }
+    output_dir: ")pb", out, R"pb(")pb"));
+  Result result = RunTrain("--config=" + config);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr(absl::StrCat("config ", config, "; the resolved config "
+                                     "(every default filled in) is saved as ",
+                                     out, "/config.textproto; --print_config prints it")));
+  EXPECT_THAT(result.output, HasSubstr("strategy single, world size 1"));
+  // Not the config itself.
+  EXPECT_THAT(result.output, Not(HasSubstr("trainer {")));
+  std::ifstream saved(out + "/config.textproto");
+  std::stringstream text;
+  text << saved.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("trainer {"));
+}
+
+// `bazel-bin/tools/train --config=single` from the repository, from one of
+// its folders, or from anywhere: a bare name is a config of configs/.
+TEST(TrainCliTest, ABareConfigNameWorksForTheBuiltBinary) {
+  const std::string train = fs::absolute("tools/train").string();
+  // The binary's own configs (its runfiles), from a folder with none.
+  const std::string elsewhere = Dir("elsewhere");
+  Result result = testing::RunCommand("cd " + elsewhere + " && " + train +
+                                      " --config=single --print_config");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("name: \"single\""));
+  // A workspace's configs/, from a folder inside it.
+  const std::string workspace = Dir("a_workspace");
+  std::ofstream(workspace + "/WORKSPACE") << "";
+  fs::create_directories(workspace + "/configs");
+  fs::create_directories(workspace + "/tools");
+  fs::copy_file("configs/single.textproto", workspace + "/configs/mine.textproto",
+                fs::copy_options::overwrite_existing);
+  result = testing::RunCommand("cd " + workspace + "/tools && " + train +
+                               " --config=mine --print_config");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  // A name that is not there lists what configs/ holds.
+  result = testing::RunCommand("cd " + workspace + " && " + train + " --config=theirs");
+  ExpectOneCleanError(result, "--config=theirs: no such file");
+  EXPECT_THAT(result.output, HasSubstr("; configs/ holds: mine.textproto")) << result.output;
 }
 
 TEST(TrainCliTest, MissingConfigListsTheConfigsFolder) {

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "pipeline/util/host_address.h"
 
 namespace pipeline {
 namespace {
@@ -115,6 +116,12 @@ std::string DescribeStopped(const std::vector<Worker>& workers) {
 }  // namespace
 
 absl::Status LaunchWorkers(const LaunchOptions& options) {
+  // Each worker would otherwise find out alone, as MASTER_ADDR's problem.
+  if (absl::Status resolves =
+          CheckHostResolves(LoopbackIfLocalhost(options.master_addr), "--master_addr");
+      !resolves.ok()) {
+    return absl::InvalidArgumentError(resolves.message());
+  }
   int port = options.master_port;
   if (port == 0) {
     if (options.nnodes > 1) {
@@ -173,6 +180,12 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
   std::cerr << "launcher: started " << options.nproc_per_node << " workers (ranks "
             << workers.front().rank << "-" << workers.back().rank << " of " << world_size
             << "), rendezvous at " << options.master_addr << ":" << port << "\n";
+  // The pids let a user (or a test) signal one worker without pkill.
+  std::string pids;
+  for (const Worker& w : workers) {
+    absl::StrAppend(&pids, pids.empty() ? "" : ", ", "rank ", w.rank, " = ", w.pid);
+  }
+  std::cerr << "launcher: worker pids: " << pids << "\n";
 
   absl::Status result = absl::OkStatus();
   int running = options.nproc_per_node;

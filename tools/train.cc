@@ -38,8 +38,8 @@ DEFINE_string(config, "",
               "The run's config: a path, or a bare name looked up in configs/ "
               "(e.g. --config=single)");
 DEFINE_bool(dry_run, false,
-            "Validate the config, print it resolved, build every plugin and check the data; "
-            "train nothing");
+            "Validate the config, build every plugin (and, under ddp, every worker and the "
+            "process group) and check the data; train nothing");
 DEFINE_string(resume, "",
               "Continue a run: \"auto\" = from the latest good checkpoint in output_dir (a "
               "fresh start when there is none), or a checkpoint's path");
@@ -184,6 +184,39 @@ std::string LaunchedRank() {
 
 bool IsWorker() { return !LaunchedRank().empty(); }
 
+// Where a bare --config name (--config=single) is looked up in configs/:
+// the workspace `bazel run` names; else the workspace the current folder
+// is in (bazel-bin/tools/train started from the repository); else the
+// configs the binary was built with (its runfiles), from any folder.
+std::string ConfigSearchRoot() {
+  const std::string bazel_run = EnvOr("BUILD_WORKSPACE_DIRECTORY", "");
+  if (!bazel_run.empty()) return bazel_run;
+  std::error_code error;
+  auto is_workspace = [&error](const std::filesystem::path& dir) {
+    return (std::filesystem::is_regular_file(dir / "WORKSPACE", error) ||
+            std::filesystem::is_regular_file(dir / "WORKSPACE.bazel", error)) &&
+           std::filesystem::is_directory(dir / "configs", error);
+  };
+  for (std::filesystem::path dir = std::filesystem::current_path(error); !dir.empty();
+       dir = dir.parent_path()) {
+    if (is_workspace(dir)) return dir.string();
+    if (dir == dir.root_path()) break;
+  }
+  // <binary>.runfiles/<workspace name>/configs, or the runfiles of the test
+  // or tool that started this binary.
+  const std::filesystem::path executable = std::filesystem::canonical("/proc/self/exe", error);
+  for (const std::string& runfiles :
+       {error ? std::string() : executable.string() + ".runfiles", EnvOr("RUNFILES_DIR", "")}) {
+    if (runfiles.empty() || !std::filesystem::is_directory(runfiles, error)) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(runfiles, error)) {
+      if (std::filesystem::is_directory(entry.path() / "configs", error)) {
+        return entry.path().string();
+      }
+    }
+  }
+  return "";
+}
+
 int Main(int argc, char** argv) {
   const std::vector<std::string> original_arguments(argv, argv + argc);
   std::vector<std::string> sets = TakeRepeatedFlag("set", argc, argv);
@@ -209,8 +242,7 @@ int Main(int argc, char** argv) {
     return Fail(2, absl::InvalidArgumentError(
                        absl::StrCat("unexpected argument \"", argv[1], "\"; see --help")));
   }
-  const std::string workspace_dir = EnvOr("BUILD_WORKSPACE_DIRECTORY", "");
-  auto path = ResolveConfigPath(FLAGS_config, ".", workspace_dir);
+  auto path = ResolveConfigPath(FLAGS_config, ".", ConfigSearchRoot());
   if (!path.ok()) return Fail(2, path.status());
   // The config's own plugin_libraries must be loaded before the config can
   // be read properly: their plugins' option types are unknown until then.
@@ -252,7 +284,10 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const int processes = FLAGS_nproc_per_node > 0 ? FLAGS_nproc_per_node : ProcessesPerNode(*resolved);
-  if (processes > 0 && !IsWorker() && !FLAGS_dry_run) {
+  // A dry run of a multi-process strategy launches its workers too: each
+  // forms the process group and checks its shard of the data, so the dry
+  // run tests what the real one would do.
+  if (processes > 0 && !IsWorker()) {
     LaunchOptions launch;
     launch.nproc_per_node = processes;
     launch.nnodes = FLAGS_nnodes;
@@ -290,7 +325,19 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const bool primary = LaunchedRank().empty() || LaunchedRank() == "0";
-  if (primary) std::cerr << "config " << *path << ", resolved:\n" << text << "\n";
+  // One line, not the ~100 of the resolved config: that is in output_dir
+  // (and behind --print_config); the trainer's next line gives the model,
+  // the data and the strategy.
+  if (primary) {
+    std::cerr << "config " << *path << "; "
+              << (FLAGS_dry_run ? "dry run"
+                                : absl::StrCat("the resolved config (every default filled in) "
+                                               "is saved as ",
+                                               (std::filesystem::path(resolved->output_dir()) /
+                                                "config.textproto")
+                                                   .string()))
+              << "; --print_config prints it\n";
+  }
   RunOptions options;
   options.dry_run = FLAGS_dry_run;
   options.profile_steps = FLAGS_profile_steps;

@@ -381,7 +381,7 @@ absl::StatusOr<std::string> ResolveConfigPath(const std::string& name,
   if (!workspace_dir.empty() && fs::is_directory(fs::path(workspace_dir) / "configs", error)) {
     std::vector<std::string> names;
     for (const auto& entry : fs::directory_iterator(fs::path(workspace_dir) / "configs", error)) {
-      names.push_back(entry.path().filename().string());
+      if (entry.path().extension() == ".textproto") names.push_back(entry.path().filename().string());
     }
     std::sort(names.begin(), names.end());
     available = absl::StrCat("; configs/ holds: ", absl::StrJoin(names, ", "));

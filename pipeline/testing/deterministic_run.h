@@ -28,8 +28,8 @@ struct DeterministicRun {
 };
 
 // Writes <dir>/config_<pid>.textproto for `run`; returns its path. The
-// process id makes tests' `pkill -f` patterns on the path match this test's
-// runs only, also when another copy of the suite runs at once.
+// process id keeps two copies of the suite running at once (whose temporary
+// folders can have the same paths) apart.
 inline std::string WriteDeterministicRunConfig(const std::string& dir, bool ddp,
                                                const DeterministicRun& run) {
   std::filesystem::create_directories(dir);

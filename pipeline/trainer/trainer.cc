@@ -627,11 +627,11 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   if (log) {
     *log << absl::StrFormat(
         "train: %d samples, %d classes, sample %s; validation: %s; model %s, %d parameters; "
-        "%d steps (%d epochs x %d), %d compute threads\n",
+        "%d steps (%d epochs x %d), %d compute threads; strategy %s, world size %d\n",
         train.dataset->size(), classes.size(), first->image.ShapeString(),
         validation ? absl::StrCat(validation->dataset->size(), " samples") : "none",
         config.model().name(), CountParameters(*model), total_steps, epochs, steps_per_epoch,
-        trainer.threads());
+        trainer.threads(), config.strategy().name(), strategy->world_size());
   }
   if (options.dry_run) {
     if (log) *log << "dry run: the config is valid and every plugin was built; nothing trained\n";

@@ -36,6 +36,7 @@
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/util/c10d_compat.h"
 #include "pipeline/util/cuda_devices.h"
+#include "pipeline/util/host_address.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
@@ -59,6 +60,8 @@ struct Rendezvous {
   int world_size = 1;
   int local_rank = 0;
   std::string master_addr;
+  // Where master_addr came from, for the error when it does not resolve.
+  std::string master_addr_source;
   int master_port = 0;
 };
 
@@ -98,9 +101,18 @@ absl::StatusOr<Rendezvous> ReadRendezvous(const StrategyContext& context) {
                                       false, r.rank));
   ASSIGN_OR_RETURN(r.master_port, IntFromEnvironment(context, {"MASTER_PORT"}, false, 29500));
   r.master_addr = context.environment("MASTER_ADDR");
-  // Under SLURM, rank 0 runs on the first host of the job.
-  if (r.master_addr.empty()) r.master_addr = FirstSlurmHost(context.environment("SLURM_JOB_NODELIST"));
-  if (r.master_addr.empty()) r.master_addr = "127.0.0.1";
+  r.master_addr_source = "MASTER_ADDR";
+  if (r.master_addr.empty()) {
+    // Under SLURM, rank 0 runs on the first host of the job.
+    r.master_addr = FirstSlurmHost(context.environment("SLURM_JOB_NODELIST"));
+    r.master_addr_source = absl::StrCat("the first host of SLURM_JOB_NODELIST=",
+                                        context.environment("SLURM_JOB_NODELIST"));
+  }
+  if (r.master_addr.empty()) {
+    r.master_addr = "127.0.0.1";
+    r.master_addr_source = "the default, as neither MASTER_ADDR nor SLURM_JOB_NODELIST is set";
+  }
+  r.master_addr = LoopbackIfLocalhost(r.master_addr);
   if (r.world_size < 1 || r.rank >= r.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("RANK=", r.rank, " WORLD_SIZE=", r.world_size,
                                                    ": the rank must be below the world size"));
@@ -478,7 +490,7 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const StrategyContext& con
                                                       const Rendezvous& rendezvous) {
   const std::string interface = context.environment("GLOO_SOCKET_IFNAME");
   if (!interface.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
-  if (rendezvous.master_addr == "127.0.0.1" || rendezvous.master_addr == "localhost") {
+  if (rendezvous.master_addr == "127.0.0.1") {
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   }
   return c10d::ProcessGroupGloo::createDefaultDevice();
@@ -527,6 +539,9 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
           "torchrun --nproc_per_node, srun --ntasks-per-node)"));
     }
   }
+  // Before the store, which would retry a name that does not resolve until
+  // the timeout.
+  RETURN_IF_ERROR(CheckHostResolves(rendezvous.master_addr, rendezvous.master_addr_source));
   c10::intrusive_ptr<c10d::Store> store;
   auto group = CallTorch(
       absl::StrCat("ddp: rendezvous of ", rendezvous.world_size, " ranks at ",
