@@ -1,8 +1,10 @@
 #include "pipeline/metrics/curves_svg.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -159,6 +161,14 @@ std::string Panel(double x0, double y0, const std::string& heading, const std::s
   return svg;
 }
 
+// kResourceExhausted for a full disk, as the checkpoint writer's errors.
+absl::Status WriteError(const std::string& path, int error_number) {
+  const std::string message =
+      absl::StrCat("cannot write ", path, ": ", std::strerror(error_number));
+  return error_number == ENOSPC || error_number == EDQUOT ? absl::ResourceExhaustedError(message)
+                                                          : absl::InternalError(message);
+}
+
 }  // namespace
 
 std::string RenderCurvesSvg(const std::vector<EpochPoint>& points, const std::string& title) {
@@ -194,10 +204,18 @@ absl::Status WriteCurvesSvg(const std::string& path, const std::vector<EpochPoin
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
     file << RenderCurvesSvg(points, title);
-    if (!file.flush()) return absl::InternalError(absl::StrCat("cannot write ", temporary));
+    if (!file.flush()) {
+      // errno before remove() can change it; the torn file goes, the last
+      // whole plot stays.
+      const absl::Status error = WriteError(path, errno);
+      std::remove(temporary.c_str());
+      return error;
+    }
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", temporary, " to ", path));
+    const absl::Status error = WriteError(path, errno);
+    std::remove(temporary.c_str());
+    return error;
   }
   return absl::OkStatus();
 }

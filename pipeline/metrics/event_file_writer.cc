@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -106,8 +107,8 @@ absl::StatusOr<std::unique_ptr<EventFileWriter>> EventFileWriter::Create(const s
           .string();
   std::ofstream file(path, std::ios::binary | std::ios::app);
   if (!file) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot create the TensorBoard event file ", path));
+    return absl::FailedPreconditionError(absl::StrCat("cannot create the TensorBoard event file ",
+                                                      path, ": ", std::strerror(errno)));
   }
   std::unique_ptr<EventFileWriter> writer(new EventFileWriter(path, std::move(file)));
   if (absl::Status status = writer->WriteRecord(EncodeFileVersionEvent(now)); !status.ok()) {
@@ -124,8 +125,13 @@ absl::Status EventFileWriter::WriteRecord(std::string_view data) {
   const std::string record = EncodeTfRecord(data);
   file_.write(record.data(), static_cast<std::streamsize>(record.size()));
   file_.flush();
-  if (!file_) return absl::InternalError(absl::StrCat("cannot write to ", path_));
-  return absl::OkStatus();
+  if (file_) return absl::OkStatus();
+  // A full disk is kResourceExhausted, as the checkpoint writer's errors.
+  const int error_number = errno;
+  const std::string message =
+      absl::StrCat("cannot write ", path_, ": ", std::strerror(error_number));
+  return error_number == ENOSPC || error_number == EDQUOT ? absl::ResourceExhaustedError(message)
+                                                          : absl::InternalError(message);
 }
 
 }  // namespace pipeline

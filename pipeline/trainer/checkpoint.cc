@@ -31,21 +31,84 @@
 namespace pipeline {
 namespace {
 
-absl::Status FsyncFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
-  const int result = ::fsync(fd);
-  ::close(fd);
-  if (result != 0) return absl::InternalError(absl::StrCat(path, ": fsync: ", std::strerror(errno)));
-  return absl::OkStatus();
+// `path` could not be written (`error_number` is its errno): kResourceExhausted
+// for a full disk or quota, which freeing space cures, kInternal otherwise.
+// Both end `train` with exit status 1.
+absl::Status WriteError(const std::string& path, int error_number) {
+  const std::string message =
+      absl::StrCat("cannot write ", path, ": ", std::strerror(error_number));
+  return error_number == ENOSPC || error_number == EDQUOT ? absl::ResourceExhaustedError(message)
+                                                          : absl::InternalError(message);
 }
 
+// A new file written through its descriptor, whose first failed write is
+// kept (with its errno) for Finish. Write always reports every byte taken:
+// LibTorch's archive writer, handed a short count (a full disk), throws
+// again from its destructor, which ends the process; told nothing, it
+// finishes, and the error comes out of Finish instead.
+class SyncedFile {
+ public:
+  // Errors name `name` (the file the caller is making), not the temporary.
+  SyncedFile(const std::string& path, std::string name)
+      : name_(std::move(name)),
+        fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) error_ = errno;
+  }
+  ~SyncedFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  SyncedFile(const SyncedFile&) = delete;
+  SyncedFile& operator=(const SyncedFile&) = delete;
+
+  size_t Write(const void* data, size_t size) {
+    const char* bytes = static_cast<const char*>(data);
+    for (size_t done = 0; error_ == 0 && done < size;) {
+      const ssize_t written = ::write(fd_, bytes + done, size - done);
+      if (written < 0 && errno == EINTR) continue;
+      if (written <= 0) {
+        error_ = written < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<size_t>(written);
+    }
+    return size;
+  }
+
+  // On disk and closed, or the first error on the way (a network file
+  // system may only report it at fsync or close).
+  absl::Status Finish() {
+    if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
+    if (fd_ >= 0 && ::close(fd_) != 0 && error_ == 0) error_ = errno;
+    fd_ = -1;
+    return error_ == 0 ? absl::OkStatus() : WriteError(name_, error_);
+  }
+
+ private:
+  const std::string name_;
+  int fd_;
+  int error_ = 0;
+};
+
+// Renames `from` over `to`, then flushes their folder, so the new name is on
+// disk before anything (keep_last) removes an older checkpoint. `from` is
+// removed when the rename fails.
 absl::Status RenameOver(const std::string& from, const std::string& to) {
   std::error_code error;
   std::filesystem::rename(from, to, error);
   if (error) {
+    const absl::StatusCode code = WriteError(to, error.value()).code();
+    const std::string reason = error.message();
     std::filesystem::remove(from, error);
-    return absl::InternalError(absl::StrCat("renaming ", from, " to ", to, ": ", error.message()));
+    return absl::Status(code, absl::StrCat("cannot rename ", from, " to ", to, ": ", reason));
+  }
+  const std::string dir = std::filesystem::path(to).parent_path().string();
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    // Some file systems cannot flush a folder (EINVAL); the rename stands.
+    const bool flushed = ::fsync(fd) == 0 || errno == EINVAL;
+    const int error_number = errno;
+    ::close(fd);
+    if (!flushed) return WriteError(dir, error_number);
   }
   return absl::OkStatus();
 }
@@ -68,6 +131,18 @@ absl::Status VerifyChecksum(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::exists(sum_path, error)) return absl::OkStatus();
   ASSIGN_OR_RETURN(const std::string expected, ReadWholeFile(sum_path));
+  unsigned crc = 0;
+  long long size = 0;
+  char end = 0;
+  if (std::sscanf(expected.c_str(), "crc32c %8x size %lld%c", &crc, &size, &end) != 3 ||
+      end != '\n') {
+    // Torn or emptied after the fact (it is written whole before the
+    // checkpoint is renamed into place): nothing left to check against.
+    return absl::DataLossError(absl::StrCat(
+        path, ": its checksum file ", sum_path, " is damaged (it holds \"",
+        absl::CEscape(absl::StripTrailingAsciiWhitespace(expected.substr(0, 40))),
+        "\"), so the checkpoint cannot be trusted"));
+  }
   ASSIGN_OR_RETURN(const std::string bytes, ReadWholeFile(path));
   const std::string actual = ChecksumLine(bytes);
   if (actual != expected) {
@@ -193,23 +268,43 @@ std::string ChecksumPathOf(const std::string& path) { return path + ".crc32c"; }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
   const std::string temporary = path + ".tmp";
-  FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot write ", temporary, ": ", std::strerror(errno)));
-  }
-  const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
-  const bool flushed = std::fflush(file) == 0 && ::fsync(fileno(file)) == 0;
-  std::fclose(file);
-  if (!written || !flushed) {
-    std::remove(temporary.c_str());
-    return absl::InternalError(absl::StrCat("writing ", temporary, " failed (disk full?)"));
+  SyncedFile file(temporary, path);
+  file.Write(text.data(), text.size());
+  if (absl::Status written = file.Finish(); !written.ok()) {
+    std::error_code error;
+    std::filesystem::remove(temporary, error);
+    return written;
   }
   return RenameOver(temporary, path);
+}
+
+absl::Status CheckDirectoryWritable(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::path existing = std::filesystem::absolute(dir, error);
+  // A path through a regular file does not exist either (ENOTDIR): the
+  // walk stops at that file, and the probe below names the reason.
+  while (!std::filesystem::exists(existing, error) && existing.has_relative_path()) {
+    existing = existing.parent_path();
+  }
+  std::string probe = (existing / ".train_write_check_XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) {
+    const int error_number = errno;
+    const bool missing = existing != std::filesystem::absolute(dir, error);
+    return absl::FailedPreconditionError(
+        absl::StrCat("output_dir: ", missing ? absl::StrCat("cannot create ", dir, ": ") : "",
+                     "cannot write in ", missing ? existing.string() : dir, ": ",
+                     std::strerror(error_number)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return absl::OkStatus();
 }
 
 absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& optimizer,
                              const CheckpointContents& contents) {
   const std::string temporary = path + ".tmp";
+  SyncedFile file(temporary, path);
   absl::Status saved = CallTorch("writing checkpoint " + path, [&] {
     torch::serialize::OutputArchive archive;
     torch::serialize::OutputArchive model_archive;
@@ -239,19 +334,35 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
       archive.write("grad_scaler_growth_tracker",
                     c10::IValue(contents.grad_scaler_growth_tracker));
     }
-    archive.save_to(temporary);
+    archive.save_to([&file](const void* data, size_t size) { return file.Write(data, size); });
   });
+  // A write error is the cause of whatever else went wrong after it.
+  if (absl::Status finished = file.Finish(); !finished.ok()) saved = finished;
+  std::string previous_sum;
+  if (saved.ok()) {
+    // The checksum file is in place before the checkpoint is, so a
+    // checkpoint that exists always has one to be checked against; the one
+    // of a checkpoint this replaces comes back if the rename fails.
+    auto bytes = ReadWholeFile(temporary);
+    previous_sum = ReadWholeFile(ChecksumPathOf(path)).value_or("");
+    saved = bytes.ok() ? WriteFileAtomically(ChecksumPathOf(path), ChecksumLine(*bytes))
+                       : bytes.status();
+  }
   if (!saved.ok()) {
     std::error_code error;
     std::filesystem::remove(temporary, error);
     return saved;
   }
-  RETURN_IF_ERROR(FsyncFile(temporary));
-  // The checksum file is in place before the checkpoint is, so a checkpoint
-  // that exists always has one to be checked against.
-  ASSIGN_OR_RETURN(const std::string bytes, ReadWholeFile(temporary));
-  RETURN_IF_ERROR(WriteFileAtomically(ChecksumPathOf(path), ChecksumLine(bytes)));
-  return RenameOver(temporary, path);
+  absl::Status renamed = RenameOver(temporary, path);
+  if (!renamed.ok()) {
+    std::error_code error;
+    if (previous_sum.empty()) {
+      std::filesystem::remove(ChecksumPathOf(path), error);
+    } else {
+      WriteFileAtomically(ChecksumPathOf(path), previous_sum).IgnoreError();
+    }
+  }
+  return renamed;
 }
 
 absl::Status RestoreOptimizerState(const std::string& path, Optimizer& optimizer) {

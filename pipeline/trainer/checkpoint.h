@@ -38,7 +38,10 @@ struct CheckpointContents {
 // Writes model parameters and buffers (under their state_dict names), the
 // optimizer state and `contents` to `path` in LibTorch's archive format.
 // The file appears whole or not at all: it is written next to `path`,
-// flushed to disk, then renamed over it.
+// flushed to disk, then renamed over it. When that fails the temporary file
+// is removed, `path` and its checksum file stay as they were, and the error
+// names `path` and the reason: kResourceExhausted for a full disk or quota
+// ("cannot write <path>: No space left on device"), kInternal otherwise.
 absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& optimizer,
                              const CheckpointContents& contents);
 
@@ -78,8 +81,15 @@ struct FoundCheckpoint {
 // it and the reason. nullopt when there is none.
 std::optional<FoundCheckpoint> FindLatestCheckpoint(const std::string& dir, std::ostream* log);
 
-// Writes `text` to `path` the same all-or-nothing way.
+// Writes `text` to `path` the same all-or-nothing way, with the same errors.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& text);
+
+// Whether a file can be made in folder `dir`, or, where it does not exist
+// yet, in the nearest folder above it that does (where it would be made):
+// kFailedPrecondition naming `dir` and the reason ("Read-only file system",
+// "Not a directory") otherwise. Tried with a file that is removed again, so
+// it holds as root too, where permission bits stop nothing.
+absl::Status CheckDirectoryWritable(const std::string& dir);
 
 }  // namespace pipeline
 

@@ -1,8 +1,14 @@
 #include "pipeline/trainer/checkpoint.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
@@ -49,6 +55,69 @@ TEST(CheckpointTest, HasNoLossScaleWithoutFloat16) {
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(loaded->contents.grad_scale, 0);
   EXPECT_EQ(loaded->model.size(), 2u);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+// /dev/full fails every write with ENOSPC: a full disk at a chosen file.
+TEST(CheckpointTest, AFullDiskLeavesThePreviousCheckpointWhole) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  TinyModel model;
+  torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
+  const std::string path = TempPath("full_disk.pt");
+  ASSERT_TRUE(
+      WriteCheckpoint(path, model, optimizer, CheckpointContents{1, 7, {"a"}, "trainer {}"}).ok());
+  const std::string bytes = ReadFile(path);
+  const std::string sum = ReadFile(ChecksumPathOf(path));
+  std::filesystem::remove(path + ".tmp");
+  std::filesystem::create_symlink("/dev/full", path + ".tmp");
+  const absl::Status status =
+      WriteCheckpoint(path, model, optimizer, CheckpointContents{2, 9, {"a"}, "trainer {}"});
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(status.message(), "cannot write " + path + ": No space left on device");
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path + ".tmp")));
+  EXPECT_EQ(ReadFile(path), bytes);
+  EXPECT_EQ(ReadFile(ChecksumPathOf(path)), sum);
+  auto loaded = ReadCheckpoint(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->contents.step, 7);
+}
+
+TEST(CheckpointTest, ADamagedChecksumFileIsNamed) {
+  TinyModel model;
+  torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
+  const std::string path = TempPath("torn_sum.pt");
+  ASSERT_TRUE(
+      WriteCheckpoint(path, model, optimizer, CheckpointContents{1, 7, {"a"}, "trainer {}"}).ok());
+  const std::string sum = ReadFile(ChecksumPathOf(path));
+  std::ofstream(ChecksumPathOf(path), std::ios::trunc) << sum.substr(0, sum.size() / 2);
+  auto loaded = ReadCheckpoint(path);
+  EXPECT_EQ(loaded.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(loaded.status().message(),
+              ::testing::HasSubstr(path + ": its checksum file " + ChecksumPathOf(path) +
+                                   " is damaged"));
+}
+
+TEST(CheckpointTest, AFolderUnderARegularFileIsNotWritable) {
+  const std::string file = TempPath("a_file");
+  std::ofstream(file) << "x";
+  const absl::Status status = CheckDirectoryWritable(file + "/out/run");
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(), "output_dir: cannot create " + file + "/out/run: cannot write in " +
+                                  file + ": Not a directory");
+}
+
+TEST(CheckpointTest, AWritableFolderPassesAndKeepsNothing) {
+  const std::string dir = TempPath("writable");
+  std::filesystem::create_directories(dir);
+  EXPECT_TRUE(CheckDirectoryWritable(dir).ok());
+  EXPECT_TRUE(CheckDirectoryWritable(dir + "/not/yet").ok());
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
 }  // namespace

@@ -40,6 +40,7 @@
 #include "pipeline/trainer/bad_sample_report.h"
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/trainer/grad_scaler.h"
+#include "pipeline/trainer/output_write_errors.h"
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
@@ -633,6 +634,9 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         config.model().name(), CountParameters(*model), total_steps, epochs, steps_per_epoch,
         trainer.threads(), config.strategy().name(), strategy->world_size());
   }
+  // A folder the run cannot write fails here, before any training (and a
+  // dry run checks it too), not at the first checkpoint.
+  if (primary) RETURN_IF_ERROR(CheckDirectoryWritable(config.output_dir()));
   if (options.dry_run) {
     if (log) *log << "dry run: the config is valid and every plugin was built; nothing trained\n";
     return TrainSummary{};
@@ -652,12 +656,25 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       return absl::FailedPreconditionError(absl::StrCat(
           "output_dir: cannot create ", output_dir.string(), ": ", error.message()));
     }
-    RETURN_IF_ERROR(WriteFileAtomically((output_dir / "config.textproto").string(), resolved_text));
+    // Nothing is trained yet: a file that cannot be written here (a full
+    // disk) is a problem with output_dir, whatever on_write_error says.
+    auto setup_error = [](const absl::Status& status) {
+      return absl::FailedPreconditionError(absl::StrCat("output_dir: ", status.message()));
+    };
+    absl::Status written =
+        WriteFileAtomically((output_dir / "config.textproto").string(), resolved_text);
+    if (!written.ok()) return setup_error(written);
     // Appended, not rewritten: a resumed run keeps the record of every start.
-    std::ofstream(output_dir / "run_info.jsonl", std::ios::app)
-        << RunInfoJson({options.command_line, options.source_dir}) << "\n";
+    std::ofstream run_info(output_dir / "run_info.jsonl", std::ios::app);
+    run_info << RunInfoJson({options.command_line, options.source_dir}) << "\n" << std::flush;
+    written = StreamWriteStatus(run_info, (output_dir / "run_info.jsonl").string());
+    if (!written.ok()) return setup_error(written);
     metrics.open(output_dir / "metrics.jsonl", std::ios::app);
-    ASSIGN_OR_RETURN(tensorboard, EventFileWriter::Create(output_dir.string()));
+    written = StreamWriteStatus(metrics, (output_dir / "metrics.jsonl").string());
+    if (!written.ok()) return setup_error(written);
+    auto created = EventFileWriter::Create(output_dir.string());
+    if (!created.ok()) return setup_error(created.status());
+    tensorboard = std::move(*created);
   }
 
   const float label_smoothing = trainer.label_smoothing();
@@ -693,12 +710,26 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   }
   int64_t step = resume ? resume->checkpoint.contents.step : 0;
   double best_accuracy = resume ? resume->checkpoint.contents.best_val_accuracy : -1;
+  OutputWriteErrors write_errors(
+      checkpointing.on_write_error(), output_dir.string(),
+      [&progress](const std::string& line) { progress.Line(line, /*transient=*/false); }, events);
+  // --resume=auto finds the checkpoint resumed from only in output_dir.
+  if (std::error_code error;
+      resume && std::filesystem::equivalent(std::filesystem::path(resume->path).parent_path(),
+                                            output_dir, error)) {
+    write_errors.set_resume_point(resume->path);
+  }
+  // A checkpoint that cannot be written ends the run or, under
+  // on_write_error: CONTINUE, is left out (OK is returned); `may_continue`
+  // is false for the checkpoint of a run that stops after it.
   auto write_checkpoint = [&](const std::string& name, const CheckpointContents& contents,
-                              bool rolling) -> absl::Status {
+                              bool rolling, bool may_continue = true) -> absl::Status {
     const std::string path = (output_dir / name).string();
-    RETURN_IF_ERROR(WriteCheckpoint(path, *model, *optimizer, contents));
+    const absl::Status written = WriteCheckpoint(path, *model, *optimizer, contents);
+    if (!written.ok()) return write_errors.Checkpoint(written, path, may_continue);
     if (log) *log << "checkpoint: " << path << "\n";
     if (!rolling) return absl::OkStatus();
+    write_errors.set_resume_point(path);
     checkpoints.erase(std::remove(checkpoints.begin(), checkpoints.end(), path),
                       checkpoints.end());
     checkpoints.push_back(path);
@@ -710,6 +741,12 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       checkpoints.erase(checkpoints.begin());
     }
     return absl::OkStatus();
+  };
+  const std::string metrics_path = (output_dir / "metrics.jsonl").string();
+  auto write_metrics = [&](const std::string& event) -> absl::Status {
+    if (!metrics.is_open()) return absl::OkStatus();
+    metrics << event << "\n" << std::flush;
+    return write_errors.Log(StreamWriteStatus(metrics, metrics_path), metrics_path);
   };
   double train_seconds = 0;
   int64_t train_images = 0;
@@ -901,11 +938,12 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
                                       base_lr[0] * factor, Duration(eta)),
                       /*transient=*/true, static_cast<double>(epoch_steps) / steps_per_epoch);
         if (tensorboard) {
-          RETURN_IF_ERROR(tensorboard->Write(
-              step, {{"train/loss", window_loss / window_seen},
-                     {"train/accuracy", window_correct / window_seen},
-                     {"train/learning_rate", base_lr[0] * factor},
-                     {"train/images_per_sec", rate}}));
+          RETURN_IF_ERROR(write_errors.Log(
+              tensorboard->Write(step, {{"train/loss", window_loss / window_seen},
+                                        {"train/accuracy", window_correct / window_seen},
+                                        {"train/learning_rate", base_lr[0] * factor},
+                                        {"train/images_per_sec", rate}}),
+              tensorboard->path()));
         }
         window_loss = window_correct = 0;
         window_seen = 0;
@@ -926,8 +964,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
           contents.best_val_accuracy = best_accuracy;
           contents.rng_state = RandomState();
           SaveScalerState(scaler, contents);
-          RETURN_IF_ERROR(
-              write_checkpoint(absl::StrCat("checkpoint_step_", step, ".pt"), contents, true));
+          RETURN_IF_ERROR(write_checkpoint(absl::StrCat("checkpoint_step_", step, ".pt"),
+                                           contents, true, /*may_continue=*/!stop_here));
         }
       }
       if (stop_here) {
@@ -975,7 +1013,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         base_lr[0] * schedule->Factor(std::max<int64_t>(step - 1, 0), total_steps, steps_per_epoch),
         epoch_seconds);
     if (events) *events << epoch_event << "\n" << std::flush;
-    if (metrics.is_open()) metrics << epoch_event << "\n" << std::flush;
+    RETURN_IF_ERROR(write_metrics(epoch_event));
     if (tensorboard) {
       const bool validated = !validation_text.empty();
       Scalars scalars = {
@@ -986,7 +1024,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
         scalars.push_back({"validation/loss", summary.val_loss});
         scalars.push_back({"validation/accuracy", summary.val_accuracy});
       }
-      RETURN_IF_ERROR(tensorboard->Write(step, scalars));
+      RETURN_IF_ERROR(write_errors.Log(tensorboard->Write(step, scalars), tensorboard->path()));
       EpochPoint point{epoch + 1, summary.train_loss, summary.train_accuracy};
       if (validated) {
         point.val_loss = summary.val_loss;
@@ -994,9 +1032,12 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
       }
       curves.push_back(point);
       // Rewritten every epoch, so a run stopped early still has its plot.
-      RETURN_IF_ERROR(WriteCurvesSvg((output_dir / "curves.svg").string(), curves,
-                                     absl::StrCat(config.model().name(), " on ",
-                                                  config.train_data().dataset().name())));
+      const std::string curves_path = (output_dir / "curves.svg").string();
+      RETURN_IF_ERROR(write_errors.Log(
+          WriteCurvesSvg(curves_path, curves,
+                         absl::StrCat(config.model().name(), " on ",
+                                      config.train_data().dataset().name())),
+          curves_path));
     }
 
     const bool improved = !validation_text.empty() && summary.val_accuracy > best_accuracy;
@@ -1036,7 +1077,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
          << "trainer.on_nonfinite: SKIP_STEP)\n";
   }
   if (events) *events << summary_event << "\n" << std::flush;
-  if (metrics.is_open()) metrics << summary_event << "\n" << std::flush;
+  RETURN_IF_ERROR(write_metrics(summary_event));
   return summary;
 }
 
