@@ -18,6 +18,9 @@ PACKAGES=(
   # Real data for the default run and the end-to-end tests, and real
   # photographs the benchmark's JPEG corpus is cut from.
   dataset-fashion-mnist mate-backgrounds
+  # The multi-host test's network: namespaces, links and tc (iproute2), and
+  # packet loss where the kernel has no netem (nftables).
+  iproute2 nftables
 )
 
 missing=()
