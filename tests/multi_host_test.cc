@@ -306,17 +306,19 @@ TEST(MultiHostTest, ACutLinkFailsTheCollectiveNamingItAndTheTimeout) {
       "\\[rank 0\\] error: ddp: [^\\n]*(all-reduce of gradient bucket [0-9]+ of [0-9]+|"
       "sum of metrics across ranks): [^\\n]*\\(waited up to timeout_seconds: 5\\)");
   EXPECT_TRUE(std::regex_search(host0, named)) << host0;
-  // Rank 0 reads from the store (on its own host) where rank 1 was last
-  // seen: behind it, or in the same collective in the rare case rank 1
-  // entered it and said so just before the cut.
-  EXPECT_THAT(ErrorLines(host0), AnyOf(HasSubstr("and rank 1 has "),
-                                       HasSubstr("every rank has reached this collective")));
+  // Rank 0 names rank 1 as cut off, with its address: its heartbeat in
+  // the store (on rank 0's host) stopped moving.
+  EXPECT_THAT(ErrorLines(host0),
+              HasSubstr(absl::StrCat("rank 1 (on ", (*network)->Address(1),
+                                     ") has not been heard from for 1.5 s: its host is "
+                                     "unreachable from the store's, or the process is stopped")));
   EXPECT_THAT(host0, HasSubstr("error: rank 0 (pid "));
-  // Rank 1, cut off from the store on host 0, cannot say where rank 0 is.
+  // Rank 1, cut off from the store on host 0, names where the store is.
   EXPECT_THAT(host1, HasSubstr("[rank 1] error: ddp: "));
   EXPECT_THAT(host1, HasSubstr("(waited up to timeout_seconds: 5)"));
-  EXPECT_THAT(host1, AnyOf(HasSubstr("the store did not answer"),
-                           HasSubstr("the store could not say")));
+  const std::string store = absl::StrCat("the store at ", (*network)->Address(0), ":", kMasterPort);
+  EXPECT_THAT(host1, AnyOf(HasSubstr(store + " (rank 0's host) did not answer"),
+                           HasSubstr(store + " could not say")));
   EXPECT_THAT(host1, HasSubstr("error: rank 1 (pid "));
 }
 

@@ -164,6 +164,7 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
       ::setenv("GROUP_RANK", std::to_string(options.node_rank).c_str(), 1);
       ::setenv("MASTER_ADDR", options.master_addr.c_str(), 1);
       ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+      ::setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(options.restart_count).c_str(), 1);
       std::vector<char*> argv;
       for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
       argv.push_back(nullptr);

@@ -24,6 +24,10 @@ struct LaunchOptions {
   // After a stop signal or a failed worker, how long the others may take to
   // exit before they are killed.
   int stop_grace_seconds = 10;
+  // Which attempt this is (0 first, then 1 per restart), passed to the
+  // workers as torchrun does (TORCHELASTIC_RESTART_COUNT): a restarted
+  // worker must not join what is left of the attempt before.
+  int restart_count = 0;
 };
 
 // Runs the workers to completion. OK when all exit 0; otherwise an error

@@ -314,6 +314,7 @@ int Main(int argc, char** argv) {
           launch.command.end()) {
         launch.command.push_back("--resume=auto");
       }
+      launch.restart_count = restart;
       launched = LaunchWorkers(launch);
     }
     if (!launched.ok()) {

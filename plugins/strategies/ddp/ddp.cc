@@ -21,14 +21,22 @@
 //     options { [type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 2 } }
 //   }
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
@@ -63,7 +71,42 @@ struct Rendezvous {
   // Where master_addr came from, for the error when it does not resolve.
   std::string master_addr_source;
   int master_port = 0;
+  // This rank's machine as other ranks' errors name it.
+  std::string host;
+  // Which attempt of the job this is (TORCHELASTIC_RESTART_COUNT).
+  int restart_count = 0;
 };
+
+// The address of `interface` (GLOO_SOCKET_IFNAME), which is what the other
+// ranks reach this one at, or "" when it has none.
+std::string InterfaceAddress(const std::string& interface) {
+  ifaddrs* addresses = nullptr;
+  if (::getifaddrs(&addresses) != 0) return "";
+  std::string found;
+  for (ifaddrs* a = addresses; a != nullptr && found.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || interface != a->ifa_name) continue;
+    const int family = a->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* raw =
+        family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr);
+    if (::inet_ntop(family, raw, text, sizeof(text)) != nullptr) found = text;
+  }
+  ::freeifaddrs(addresses);
+  return found;
+}
+
+std::string HostOfThisRank(const StrategyContext& context) {
+  const std::string interface = context.environment("GLOO_SOCKET_IFNAME");
+  if (!interface.empty()) {
+    const std::string address = InterfaceAddress(interface);
+    if (!address.empty()) return address;
+  }
+  char name[256] = {};
+  return ::gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : "unknown host";
+}
 
 // The first of `names` that is set: torchrun's variable, then SLURM's, then
 // Open MPI's, so a run starts unchanged under any of them.
@@ -113,6 +156,9 @@ absl::StatusOr<Rendezvous> ReadRendezvous(const StrategyContext& context) {
     r.master_addr_source = "the default, as neither MASTER_ADDR nor SLURM_JOB_NODELIST is set";
   }
   r.master_addr = LoopbackIfLocalhost(r.master_addr);
+  r.host = HostOfThisRank(context);
+  ASSIGN_OR_RETURN(r.restart_count,
+                   IntFromEnvironment(context, {"TORCHELASTIC_RESTART_COUNT"}, false, 0));
   if (r.world_size < 1 || r.rank >= r.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("RANK=", r.rank, " WORLD_SIZE=", r.world_size,
                                                    ": the rank must be below the world size"));
@@ -145,7 +191,9 @@ class DdpStrategy : public Strategy {
       : options_(options),
         rendezvous_(std::move(rendezvous)),
         group_(std::move(group)),
-        progress_(std::move(store), rendezvous_.rank, rendezvous_.world_size),
+        progress_(std::move(store), rendezvous_.rank, rendezvous_.world_size,
+                  rendezvous_.host,
+                  absl::StrCat(rendezvous_.master_addr, ":", rendezvous_.master_port)),
         device_(device) {}
 
   int rank() const override { return rendezvous_.rank; }
@@ -234,10 +282,15 @@ class DdpStrategy : public Strategy {
     } catch (const std::exception& error) {
       // Gloo names the transport's operation, not which collective.
       // c10's errors carry a backtrace after their first line.
-      throw std::runtime_error(absl::StrCat(collective, ": ", FirstLineOf(error.what()),
+      // A timeout may be a peer cut off or stopped: worth 1.5 s to tell.
+      // (Gloo says "Timed out waiting ..." in 1.13, "Operation timed out!"
+      // in 2.x.)
+      const std::string first_line = FirstLineOf(error.what());
+      const bool timed_out = absl::StrContains(absl::AsciiStrToLower(first_line), "timed out");
+      throw std::runtime_error(absl::StrCat(collective, ": ", first_line,
                                             " (waited up to timeout_seconds: ",
                                             options_.timeout_seconds(), ")",
-                                            progress_.DescribeLaggards()));
+                                            progress_.DescribeLaggards(timed_out)));
     }
   }
 
@@ -496,6 +549,29 @@ std::shared_ptr<::gloo::transport::Device> GlooDevice(const StrategyContext& con
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+// Whether `store` belongs to this rank's attempt of the job. After a
+// restart, a restarted rank can reach the store of the attempt before (its
+// rank 0 still reporting its error) and would meet ranks that are about to
+// exit; rank 0 stamps its store with its attempt, and a rank of a later
+// attempt waits for a store with its own.
+bool StoreOfThisAttempt(c10d::Store& store, const Rendezvous& rendezvous) {
+  const std::string key = "pipeline/restart_count";
+  if (rendezvous.rank == 0) {
+    const std::string mine = std::to_string(rendezvous.restart_count);
+    store.set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
+    return true;
+  }
+  const std::vector<uint8_t> value = store.get(key);
+  int theirs = 0;
+  absl::SimpleAtoi(std::string(value.begin(), value.end()), &theirs);
+  if (theirs > rendezvous.restart_count) {
+    throw std::runtime_error(absl::StrCat(
+        "rank 0 runs attempt ", theirs, " of this job (TORCHELASTIC_RESTART_COUNT) and this rank ",
+        "attempt ", rendezvous.restart_count, "; restart every node's launcher together"));
+  }
+  return theirs == rendezvous.restart_count;
+}
+
 // Ranks launched inconsistently would otherwise wait for each other until
 // the timeout: every rank compares its world size with rank 0's, and claims
 // its rank number, so a rank started twice is refused.
@@ -554,7 +630,18 @@ absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
         store_options.numWorkers = rendezvous.world_size;
         store_options.timeout = timeout;
         UseClassicStoreBackend(store_options);
-        store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+        const auto give_up = std::chrono::steady_clock::now() + timeout;
+        while (true) {
+          store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+          if (StoreOfThisAttempt(*store, rendezvous)) break;
+          store.reset();
+          if (std::chrono::steady_clock::now() > give_up) {
+            throw std::runtime_error(absl::StrCat(
+                "for timeout_seconds (", options.timeout_seconds(), ") only the store of an ",
+                "earlier attempt answered, not that of attempt ", rendezvous.restart_count));
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
         CheckRanksAgree(*store, rendezvous);
 #ifdef USE_C10D_NCCL
         if (options.backend() == DdpOptions::NCCL) {

@@ -7,11 +7,13 @@
 // signal, nothing on another machine) gives it away.
 //
 // Each rank numbers the collectives it enters. A background thread
-// publishes the number and the collective's name to the job's store (at most
-// every half second, and only when it changed), so the training loop never
-// waits on the store; on a timeout the ranks' entries are read back with a
-// deadline of their own, so a store that does not answer cannot turn the
-// error into a hang.
+// publishes the number, the collective's name, this rank's host and a
+// heartbeat to the job's store every half second (and at once on the first
+// collective), so the training loop never waits on the store; on a timeout
+// the ranks' entries are read back twice, a few heartbeats apart, with a
+// deadline of their own: a rank whose heartbeat did not move is cut off
+// (its host unreachable) or stopped, and a store that does not answer
+// cannot turn the error into a hang.
 
 #include <chrono>
 #include <memory>
@@ -23,7 +25,11 @@ namespace pipeline {
 
 class PeerProgress {
  public:
-  PeerProgress(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size);
+  // `host` names this rank's machine in other ranks' errors (the address
+  // of its Gloo interface, or its host name); `store_address` is where the
+  // store lives (rank 0's host:port), for this rank's own errors.
+  PeerProgress(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size, std::string host,
+               std::string store_address);
   ~PeerProgress();
   PeerProgress(const PeerProgress&) = delete;
   PeerProgress& operator=(const PeerProgress&) = delete;
@@ -35,8 +41,13 @@ class PeerProgress {
   // For the error of a collective this rank is waiting in (the last one it
   // entered): which ranks have not reached it and where they are, as
   // "; rank 1 has not reached it (its last collective: number 40, ...)", or
-  // why that is unknown. Waits at most `deadline` for the store.
-  std::string DescribeLaggards(std::chrono::milliseconds deadline = std::chrono::seconds(5));
+  // why that is unknown. With `check_heartbeats` (after a timeout, when a
+  // peer may be cut off) it also names the ranks whose heartbeat stands
+  // still, which takes 1.5 s; without (a peer closed its connection: it is
+  // gone) it answers at once, so a restarted peer is not kept waiting.
+  // Waits at most `deadline` for the store.
+  std::string DescribeLaggards(bool check_heartbeats,
+                               std::chrono::milliseconds deadline = std::chrono::seconds(5));
 
  private:
   struct State;
@@ -46,8 +57,14 @@ class PeerProgress {
 };
 
 // The value a rank publishes, and its parts; exposed for tests.
-std::string EncodeProgress(long long number, const std::string& collective);
-bool DecodeProgress(const std::string& value, long long* number, std::string* collective);
+struct ProgressRecord {
+  long long number = 0;    // collectives entered
+  long long heartbeat = 0;  // publications so far
+  std::string host;
+  std::string collective;  // the last one entered
+};
+std::string EncodeProgress(const ProgressRecord& record);
+bool DecodeProgress(const std::string& value, ProgressRecord* record);
 
 }  // namespace pipeline
 
