@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/testing/background_process.h"
 #include "pipeline/testing/free_port.h"
+#include "pipeline/testing/small_cnn_run.h"
 
 namespace pipeline {
 namespace {
@@ -217,57 +218,12 @@ std::string EquivalenceConfig(const std::string& name, const std::string& strate
   const std::string dir = ::testing::TempDir() + "/" + name;
   std::filesystem::create_directories(dir);
   const std::string path = absl::StrCat(dir, "/config_", ::getpid(), ".textproto");
-  std::ofstream(path) << absl::StrCat(R"pb(
-    model {
-      name: "small_cnn"
-      options {
-        [type.googleapis.com/pipeline.SmallCnnOptions] { width: 8 batch_norm: false }
-      }
-    }
-    train_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 96 height: 8 width: 8 channels: 1 num_classes: 3
-          }
-        }
-      }
-    )pb",
-                                      ddp ? "sampler { name: \"distributed\" } batch_size: 4"
-                                          : "batch_size: 8",
-                                      R"pb(
-    }
-    validation_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 30 height: 8 width: 8 channels: 1 num_classes: 3 seed_offset: 1
-          }
-        }
-      }
-    }
-    optimizer {
-      name: "sgd"
-      options { [type.googleapis.com/pipeline.SgdOptions] { lr: 0.05 momentum: 0.9 } }
-    }
-    )pb",
-                                      ddp ? R"pb(strategy {
-                                                   name: "ddp"
-                                                   options {
-                                                     [type.googleapis.com/pipeline.DdpOptions] {
-                                                       nproc_per_node: 2
-                                                     }
-                                                   }
-                                                 })pb"
-                                          : absl::StrCat("strategy { name: \"", strategy, "\" }"),
-                                      R"pb(
-    trainer { epochs: 3 seed: 7 }
-    checkpoint { every_epochs: 0 }
-    output_dir: ")pb",
-                                      dir, R"pb(/out"
-  )pb");
+  testing::SmallCnnRun run;
+  run.strategy = ddp ? testing::DdpStrategy(2) : absl::StrCat("name: \"", strategy, "\"");
+  run.distributed_sampler = ddp;
+  run.batch_size = ddp ? 4 : 8;
+  run.output_dir = dir + "/out";
+  std::ofstream(path) << testing::SmallCnnConfigText(run);
   return path;
 }
 

@@ -36,6 +36,7 @@
 #include "pipeline/testing/command.h"
 #include "pipeline/testing/same_weights.h"
 #include "pipeline/testing/test_network.h"
+#include "pipeline/testing/small_cnn_run.h"
 
 namespace pipeline {
 namespace {
@@ -67,49 +68,14 @@ std::string RunDir(const std::string& name) {
 std::string WriteConfig(const std::string& dir, const std::string& strategy, int batch_size,
                         int epochs) {
   const std::string path = dir + "/config.textproto";
-  std::ofstream(path) << absl::StrCat(R"pb(
-    model {
-      name: "small_cnn"
-      options {
-        [type.googleapis.com/pipeline.SmallCnnOptions] { width: 8 batch_norm: false }
-      }
-    }
-    train_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 96 height: 8 width: 8 channels: 1 num_classes: 3
-          }
-        }
-      }
-      )pb",
-                                      strategy == "ddp" ? "sampler { name: \"distributed\" }" : "",
-                                      " batch_size: ", batch_size, R"pb(
-    }
-    validation_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 30 height: 8 width: 8 channels: 1 num_classes: 3 seed_offset: 1
-          }
-        }
-      }
-    }
-    optimizer {
-      name: "sgd"
-      options { [type.googleapis.com/pipeline.SgdOptions] { lr: 0.05 momentum: 0.9 } }
-    }
-    strategy { name: ")pb",
-                                      strategy, R"pb(" }
-    trainer { epochs: )pb",
-                                      epochs, R"pb( seed: 7 log_interval: 1 deterministic: true }
-    checkpoint { every_epochs: )pb",
-                                      epochs, R"pb( }
-    output_dir: ")pb",
-                                      dir, R"pb(/out"
-  )pb");
+  testing::SmallCnnRun run;
+  run.strategy = absl::StrCat("name: \"", strategy, "\"");
+  run.distributed_sampler = strategy == "ddp";
+  run.batch_size = batch_size;
+  run.trainer = absl::StrCat("epochs: ", epochs, " seed: 7 log_interval: 1 deterministic: true");
+  run.checkpoint = absl::StrCat("every_epochs: ", epochs);
+  run.output_dir = dir + "/out";
+  std::ofstream(path) << testing::SmallCnnConfigText(run);
   return path;
 }
 

@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/testing/command.h"
 #include "pipeline/testing/same_weights.h"
+#include "pipeline/testing/small_cnn_run.h"
 #include "pipeline/trainer/checkpoint.h"
 
 namespace pipeline {
@@ -45,41 +46,11 @@ std::string WriteConfig(const std::string& dir, const std::string& output_dir,
                         const std::string& checkpoint = "") {
   fs::create_directories(dir);
   const std::string path = absl::StrCat(dir, "/config.textproto");
-  std::ofstream(path) << absl::StrCat(R"pb(
-    model {
-      name: "small_cnn"
-      options {
-        [type.googleapis.com/pipeline.SmallCnnOptions] { width: 8 batch_norm: false }
-      }
-    }
-    train_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 96 height: 8 width: 8 channels: 1 num_classes: 3
-          }
-        }
-      }
-      batch_size: 8
-    }
-    validation_data {
-      dataset {
-        name: "synthetic"
-        options {
-          [type.googleapis.com/pipeline.SyntheticOptions] {
-            num_samples: 30 height: 8 width: 8 channels: 1 num_classes: 3 seed_offset: 1
-          }
-        }
-      }
-    }
-    optimizer {
-      name: "sgd"
-      options { [type.googleapis.com/pipeline.SgdOptions] { lr: 0.05 momentum: 0.9 } }
-    }
-    trainer { epochs: 2 seed: 7 deterministic: true log_interval: 1 }
-    checkpoint { every_steps: 5 keep_last: 0 )pb",
-                                      checkpoint, " }\noutput_dir: \"", output_dir, "\"\n");
+  testing::SmallCnnRun run;
+  run.trainer = "epochs: 2 seed: 7 deterministic: true log_interval: 1";
+  run.checkpoint = "every_steps: 5 keep_last: 0 " + checkpoint;
+  run.output_dir = output_dir;
+  std::ofstream(path) << testing::SmallCnnConfigText(run);
   return path;
 }
 
