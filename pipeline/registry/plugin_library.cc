@@ -56,18 +56,19 @@ absl::Status LoadPluginLibrary(const std::string& path) {
   Loaded().insert(canonical);
 
   ::dlerror();
-  auto* stamp = reinterpret_cast<int (*)()>(::dlsym(handle, kPluginAbiSymbol));
+  auto* stamp = reinterpret_cast<long long (*)()>(::dlsym(handle, kPluginAbiSymbol));
   if (stamp == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         prefix, "is not a pipeline plugin library: it does not export ", kPluginAbiSymbol,
         "(); build it with pipeline_plugin_library (plugins/plugin.bzl), or write "
         "PIPELINE_PLUGIN_ABI_STAMP() (pipeline/registry/plugin_abi.h) in one of its sources"));
   }
-  const int version = stamp();
+  const long long version = stamp();
   if (version != kPluginAbiVersion) {
     return absl::FailedPreconditionError(absl::StrCat(
-        prefix, "was built for plugin ABI version ", version, ", but this binary has version ",
-        kPluginAbiVersion, "; rebuild the library against this source tree"));
+        prefix, "was built for plugin ABI version ", PluginAbiVersionText(version),
+        ", but this binary has version ", PluginAbiVersionText(kPluginAbiVersion),
+        "; rebuild the library against this source tree"));
   }
   if (registrations.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(

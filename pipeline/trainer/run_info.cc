@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/registry/plugin_abi.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/stubs/common.h"
 #include "jconfig.h"
@@ -105,7 +106,8 @@ std::vector<std::pair<std::string, std::string>> LibraryVersions() {
 std::string VersionText() {
   std::vector<std::string> parts;
   for (const auto& [name, version] : LibraryVersions()) parts.push_back(name + " " + version);
-  return absl::StrCat(kCudaBuild ? "CUDA build" : "CPU build", "; ", absl::StrJoin(parts, ", "));
+  return absl::StrCat(kCudaBuild ? "CUDA build" : "CPU build", "; plugin ABI ",
+                      PluginAbiVersionText(kPluginAbiVersion), "; ", absl::StrJoin(parts, ", "));
 }
 
 std::string RunInfoJson(const RunInfoInputs& inputs) {

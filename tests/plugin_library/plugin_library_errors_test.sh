@@ -3,6 +3,11 @@
 # naming the file and what is wrong.
 set -u
 here=tests/plugin_library
+# This build's plugin ABI version, and the one wrong_abi.cc stamps (the
+# last hex digit's low bit flipped).
+abi=$(tools/train --version | sed -n 's/.*plugin ABI \([0-9a-f]*\).*/\1/p')
+last=$((16#${abi: -1} ^ 1))
+wrong_abi="${abi:0:14}$(printf %x "$last")"
 out="$TEST_TMPDIR"
 failures=0
 
@@ -31,7 +36,7 @@ expect "undefined symbol: _ZN8pipeline24FunctionTrainDoesNotHaveEv" \
   --plugin_library=$here/libmissing_symbol.so --list_plugins
 expect "error: plugin library $here/libnot_a_plugin.so: is not a pipeline plugin library: it does not export pipeline_plugin_abi_version()" \
   --plugin_library=$here/libnot_a_plugin.so --list_plugins
-expect "error: plugin library $here/libwrong_abi.so: was built for plugin ABI version 5, but this binary has version 4; rebuild the library against this source tree" \
+expect "error: plugin library $here/libwrong_abi.so: was built for plugin ABI version $wrong_abi, but this binary has version $abi; rebuild the library against this source tree" \
   --plugin_library=$here/libwrong_abi.so --list_plugins
 expect "error: plugin library $here/libduplicate_name.so: model \"small_cnn\" is registered twice" \
   --plugin_library=$here/libduplicate_name.so --list_plugins
@@ -42,7 +47,7 @@ cat > "$out/config.textproto" <<EOT
 import: "$PWD/examples/tiny_mlp_model/tiny_mlp.textproto"
 plugin_libraries: "$here/libwrong_abi.so"
 EOT
-expect "error: $out/config.textproto: plugin_libraries: plugin library $here/libwrong_abi.so: was built for plugin ABI version 5" \
+expect "error: $out/config.textproto: plugin_libraries: plugin library $here/libwrong_abi.so: was built for plugin ABI version $wrong_abi" \
   --config="$out/config.textproto"
 # Without any library, tiny_mlp's options are an unknown type: the usual
 # config error, not a crash.
