@@ -26,6 +26,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 # Debian 12 (one name differs: libgoogle-perftools4t64).
 CPU_PACKAGES=(
   bazel-bootstrap default-jdk-headless g++ git ca-certificates python3 procps
+  iproute2 nftables
   libabsl-dev libgflags-dev libgoogle-glog-dev
   libgtest-dev libgmock-dev libprotobuf-dev protobuf-compiler
   libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev zlib1g-dev
@@ -39,7 +40,7 @@ CUDA_PACKAGES=(
   libtorch-cuda-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-dev libcuda1
 )
 # Bump when the package sets change: the next run installs what is missing.
-SETUP_VERSION=2
+SETUP_VERSION=3
 
 die() { echo "debian13.sh: $*" >&2; exit 2; }
 

@@ -101,6 +101,14 @@ absl::StatusOr<std::unique_ptr<TestNetwork>> TestNetwork::Create(int hosts) {
     network->created_.push_back(name);
   }
   const std::string on_switch = absl::StrCat(ip, " -n ", network->switch_, " ");
+  // Made is not yet usable: `ip -n` remounts / as a slave, which fails where
+  // / is no mount point (a plain chroot): a reason to skip, too.
+  const CommandResult entered = RunCommand(on_switch + "link set lo up");
+  if (entered.exit_code != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot enter a network namespace (`ip -n ", network->switch_, " link set lo up`): ",
+        entered.output, " (a chroot whose / is not a mount point, say)"));
+  }
   absl::Status status = network->Run(on_switch + "link add br0 type bridge").status();
   if (status.ok()) status = network->Run(on_switch + "link set br0 up").status();
   for (int i = 0; i < hosts && status.ok(); ++i) {
