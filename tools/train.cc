@@ -331,13 +331,14 @@ int Main(int argc, char** argv) {
   // the data and the strategy.
   if (primary) {
     std::cerr << "config " << *path << "; "
-              << (FLAGS_dry_run ? "dry run"
+              << (FLAGS_dry_run ? "a dry run; --print_config prints it resolved"
                                 : absl::StrCat("the resolved config (every default filled in) "
                                                "is saved as ",
                                                (std::filesystem::path(resolved->output_dir()) /
                                                 "config.textproto")
-                                                   .string()))
-              << "; --print_config prints it\n";
+                                                   .string(),
+                                               "; --print_config prints it"))
+              << "\n";
   }
   RunOptions options;
   options.dry_run = FLAGS_dry_run;
