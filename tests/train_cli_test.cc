@@ -83,7 +83,7 @@ TEST(TrainCliTest, DryRunOfTheDefaultConfigSucceeds) {
   Result result = RunTrain("--config=configs/single.textproto --dry_run");
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_THAT(result.output, HasSubstr("train: 60000 samples, 10 classes, sample 28x28x1"));
-  EXPECT_THAT(result.output, HasSubstr("config configs/single.textproto; a dry run; "
+  EXPECT_THAT(result.output, HasSubstr("configs/single.textproto; a dry run; "
                                        "--print_config prints it resolved"));
   EXPECT_THAT(result.output, HasSubstr("dry run: the config is valid and every plugin was built"));
 }
