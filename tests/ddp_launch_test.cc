@@ -13,7 +13,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,13 +29,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using testing::ReadFile;
 
 std::string WriteConfig(const std::string& name, int max_steps) {
   const std::string dir = ::testing::TempDir() + "/" + name;

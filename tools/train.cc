@@ -278,9 +278,8 @@ int Main(int argc, char** argv) {
     return Fail(2, absl::InvalidArgumentError(
                        absl::StrCat(*path, " is not a valid config:\n", resolved.status().message())));
   }
-  const std::string text = ConfigToText(*resolved);
   if (FLAGS_print_config) {
-    std::cout << text;
+    std::cout << ConfigToText(*resolved);
     return 0;
   }
   const int processes = FLAGS_nproc_per_node > 0 ? FLAGS_nproc_per_node : ProcessesPerNode(*resolved);

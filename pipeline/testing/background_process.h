@@ -24,7 +24,8 @@
 namespace pipeline {
 namespace testing {
 
-inline std::string ReadWholeFile(const std::string& path) {
+// The whole of a file (a log, say), or "" when it is not there.
+inline std::string ReadFile(const std::string& path) {
   std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
@@ -33,7 +34,7 @@ inline std::string ReadWholeFile(const std::string& path) {
 
 // Whether `pid` is a live process (a zombie nobody reaped counts as gone).
 inline bool ProcessIsAlive(pid_t pid) {
-  const std::string stat = ReadWholeFile("/proc/" + std::to_string(pid) + "/stat");
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
   if (stat.empty()) return false;
   const size_t name_end = stat.rfind(')');
   return name_end != std::string::npos && name_end + 2 < stat.size() &&
@@ -95,7 +96,7 @@ class BackgroundProcess {
   }
 
   pid_t pid() const { return pid_; }
-  std::string Output() const { return ReadWholeFile(log_); }
+  std::string Output() const { return ReadFile(log_); }
 
   bool Signal(int signal) const { return ::kill(pid_, signal) == 0; }
 

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -55,13 +54,6 @@ inline std::string WriteDeterministicRunConfig(const std::string& dir, bool ddp,
       "checkpoint { ", run.checkpoint, " }\n",
       "output_dir: \"", dir, "/out\"\n");
   return path;
-}
-
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
 }
 
 }  // namespace testing
