@@ -416,6 +416,8 @@ std::string PluginKindOfField(const std::string& field_name) {
   if (field_name == "strategy") return "strategy";
   if (field_name == "optimizer") return "optimizer";
   if (field_name == "schedule") return "schedule";
+  if (field_name == "loss") return "loss";
+  if (field_name == "metrics") return "metric";
   return "";
 }
 

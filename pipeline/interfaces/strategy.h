@@ -9,7 +9,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "google/protobuf/message.h"
+#include "pipeline/interfaces/communicator.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/optimizer.h"
 #include "pipeline/registry/registry.h"
 
 namespace pipeline {
@@ -25,6 +28,10 @@ using ModelFactory = std::function<absl::StatusOr<std::unique_ptr<Model>>()>;
 struct StepOutput {
   torch::Tensor loss;    // scalar, detached, on the CPU
   torch::Tensor logits;  // N x classes, detached, on the CPU
+  // Seconds this process was blocked on gradient communication in this
+  // call: what overlapping it with backward did not hide (the step
+  // profiler shows it). 0 for strategies that do not communicate.
+  double communication_wait_seconds = 0;
 };
 
 // How a model is run: on one device, replicated over devices in this process,
@@ -54,23 +61,25 @@ class Strategy {
   // come back on the CPU.
   virtual absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) = 0;
 
-  // Adds `values` element-wise across every process, in place. Metrics are
-  // summed this way so rank 0 reports the figures for the whole data set.
-  virtual absl::Status SumAcrossProcesses(std::vector<double>& values) { return absl::OkStatus(); }
+  // Applies the gradients ForwardBackward left: the optimizer's step by
+  // default. A strategy that shards the optimizer state (ZeRO) steps its
+  // own shard and gathers the parameters here.
+  virtual absl::Status Step(Optimizer& optimizer);
 
-  // Seconds this process spent blocked on gradient communication since the
-  // last call: what overlapping it with backward did not hide. 0 for
-  // strategies that do not communicate.
-  virtual double TakeCommunicationWaitSeconds() { return 0; }
+  // Collectives over this job's processes (trivial in one process).
+  virtual Communicator& communicator() { return local_communicator_; }
 
-  // Whether batches are copied from the host to a CUDA device; the loader
-  // then assembles them in pinned memory (data.pin_memory).
-  virtual bool CopiesBatchesToCuda() const { return false; }
+  // Where the model runs (its first device, for several); batches are
+  // assembled in pinned memory when it is a CUDA device (data.pin_memory).
+  virtual torch::Device device() const { return torch::kCPU; }
 
-  virtual int rank() const { return 0; }
-  virtual int world_size() const { return 1; }
+  int rank() { return communicator().rank(); }
+  int world_size() { return communicator().world_size(); }
   // Only this process prints progress and writes checkpoints.
-  bool is_primary() const { return rank() == 0; }
+  bool is_primary() { return rank() == 0; }
+
+ private:
+  LocalCommunicator local_communicator_;
 };
 
 // The environment variable `name`, or "" when it is not set.
@@ -86,10 +95,21 @@ struct StrategyContext {
   std::function<std::string(const std::string&)> environment = GetEnvironmentVariable;
 };
 
+// What a launcher needs to know of a strategy before any process starts
+// (train starts the processes itself when a strategy asks for several).
+// Each function reads the strategy's options; unset ones mean 1 and 0.
+struct StrategyTraits {
+  // Worker processes to start on this machine.
+  std::function<int(const google::protobuf::Message& options)> processes_per_node;
+  // How many times the launcher restarts a failed group of workers.
+  std::function<int(const google::protobuf::Message& options)> max_restarts;
+};
+
 template <>
 struct PluginKind<Strategy> {
   static constexpr const char* kName = "strategy";
   using Context = StrategyContext;
+  using Traits = StrategyTraits;
 };
 
 }  // namespace pipeline

@@ -56,10 +56,18 @@ class Transform {
 
 struct TransformContext {};
 
+// What a transform declares about itself (PIPELINE_PLUGIN_TRAITS).
+struct TransformTraits {
+  // A random augmentation that belongs in training only: inference
+  // (predict) runs a training pipeline's transforms without it.
+  bool training_only = false;
+};
+
 template <>
 struct PluginKind<Transform> {
   static constexpr const char* kName = "transform";
   using Context = TransformContext;
+  using Traits = TransformTraits;
 };
 
 }  // namespace pipeline

@@ -25,22 +25,23 @@ std::vector<PluginInfo> RegistryIndex::ListAll() const {
   return all;
 }
 
-absl::Status UnpackPluginOptions(const std::string& kind, const PluginConfig& config,
+absl::Status UnpackPluginOptions(const std::string& kind, const std::string& name,
+                                 const google::protobuf::Any& config_options,
                                  google::protobuf::Message* options) {
-  if (!config.has_options() || config.options().type_url().empty()) return absl::OkStatus();
+  if (config_options.type_url().empty()) return absl::OkStatus();
   const std::string expected = options->GetDescriptor()->full_name();
   std::string got;
-  if (!google::protobuf::Any::ParseAnyTypeUrl(config.options().type_url(), &got) ||
+  if (!google::protobuf::Any::ParseAnyTypeUrl(config_options.type_url(), &got) ||
       got != expected) {
     return absl::InvalidArgumentError(
-        absl::StrCat("options: ", kind, " \"", config.name(), "\" takes options of type ",
+        absl::StrCat("options: ", kind, " \"", name, "\" takes options of type ",
                      expected, " but the config gives ", got.empty() ? "an unknown type" : got,
                      "; write options { [type.googleapis.com/", expected, "] { ... } }"));
   }
-  if (!config.options().UnpackTo(options)) {
+  if (!config_options.UnpackTo(options)) {
     return absl::InvalidArgumentError(
         absl::StrCat("options: could not decode the ", expected, " of ", kind, " \"",
-                     config.name(), "\""));
+                     name, "\""));
   }
   return absl::OkStatus();
 }

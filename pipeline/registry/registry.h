@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -33,6 +34,20 @@ namespace pipeline {
 
 template <typename Interface>
 struct PluginKind;
+
+// What a plugin declares about itself beyond its options, for kinds whose
+// PluginKind names a `Traits` struct (a transform: whether it only belongs
+// in training; a strategy: how many processes the launcher starts). Kinds
+// without one get NoTraits.
+struct NoTraits {};
+template <typename Interface, typename = void>
+struct TraitsOfKind {
+  using type = NoTraits;
+};
+template <typename Interface>
+struct TraitsOfKind<Interface, std::void_t<typename PluginKind<Interface>::Traits>> {
+  using type = typename PluginKind<Interface>::Traits;
+};
 
 // What --list_plugins shows of one plugin.
 struct PluginInfo {
@@ -59,7 +74,8 @@ class RegistryIndex {
 
 // Unpacks `config.options` into `options` (whose type the plugin declares).
 // An empty Any leaves `options` at its defaults.
-absl::Status UnpackPluginOptions(const std::string& kind, const PluginConfig& config,
+absl::Status UnpackPluginOptions(const std::string& kind, const std::string& name,
+                                 const google::protobuf::Any& config_options,
                                  google::protobuf::Message* options);
 
 std::string DescribeOptions(const google::protobuf::Message& options);
@@ -71,6 +87,7 @@ class Registry {
   using Factory = std::function<absl::StatusOr<std::unique_ptr<Interface>>(
       const google::protobuf::Message& options, const Context& context)>;
   using Validator = std::function<absl::Status(const google::protobuf::Message& options)>;
+  using Traits = typename TraitsOfKind<Interface>::type;
 
   static Registry& Global() {
     static Registry* registry = [] {
@@ -94,6 +111,42 @@ class Registry {
     return absl::OkStatus();
   }
 
+  // The traits plugin `name` declared (PIPELINE_PLUGIN_TRAITS); defaults
+  // for one that declared none. Returns an error if `name` is not registered.
+  absl::Status SetTraits(const std::string& name, Traits traits) {
+    auto it = entries_.find(name);
+    if (it == entries_.end()) {
+      return absl::NotFoundError(absl::StrCat("traits for ", PluginKind<Interface>::kName, " \"",
+                                              name, "\", which is not registered"));
+    }
+    it->second.traits = std::move(traits);
+    return absl::OkStatus();
+  }
+  const Traits& TraitsOf(const std::string& name) const {
+    static const Traits kNone{};
+    auto it = entries_.find(name);
+    return it == entries_.end() ? kNone : it->second.traits;
+  }
+
+  // The plugin a config slot ("train_data.sampler", "loss") gets when the
+  // config names none, as its plugin declared (PIPELINE_DEFAULT_PLUGIN).
+  // Returns an error if another plugin already claimed the slot.
+  absl::Status DeclareDefault(const std::string& slot, const std::string& name) {
+    auto [it, inserted] = defaults_.emplace(slot, name);
+    if (!inserted && it->second != name) {
+      return absl::AlreadyExistsError(absl::StrCat(PluginKind<Interface>::kName, "s \"",
+                                                   it->second, "\" and \"", name,
+                                                   "\" both declare themselves the default for ",
+                                                   slot));
+    }
+    return absl::OkStatus();
+  }
+  // "" when no linked plugin declared itself the default for `slot`.
+  std::string DefaultFor(const std::string& slot) const {
+    auto it = defaults_.find(slot);
+    return it == defaults_.end() ? "" : it->second;
+  }
+
   std::vector<std::string> Names() const {
     std::vector<std::string> names;
     for (const auto& [name, entry] : entries_) names.push_back(name);
@@ -107,8 +160,11 @@ class Registry {
   }
 
   // Unpacks and validates the options of `config` without creating anything.
+  // `config` is a PluginConfig, or a slot's own message with the same
+  // `name` and `options` fields (ModelConfig).
+  template <typename Config = PluginConfig>
   absl::StatusOr<std::unique_ptr<google::protobuf::Message>> ResolveOptions(
-      const PluginConfig& config) const {
+      const Config& config) const {
     const std::string kind = PluginKind<Interface>::kName;
     if (config.name().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("name: no ", kind, " named; choose one of: ",
@@ -122,7 +178,8 @@ class Registry {
           DidYouMean(config.name(), Names())));
     }
     std::unique_ptr<google::protobuf::Message> options(it->second.default_options->New());
-    if (auto status = UnpackPluginOptions(kind, config, options.get()); !status.ok()) {
+    if (auto status = UnpackPluginOptions(kind, config.name(), config.options(), options.get());
+        !status.ok()) {
       return status;
     }
     if (it->second.validator) {
@@ -133,11 +190,13 @@ class Registry {
     return options;
   }
 
-  absl::Status Validate(const PluginConfig& config) const {
+  template <typename Config = PluginConfig>
+  absl::Status Validate(const Config& config) const {
     return ResolveOptions(config).status();
   }
 
-  absl::StatusOr<std::unique_ptr<Interface>> Create(const PluginConfig& config,
+  template <typename Config = PluginConfig>
+  absl::StatusOr<std::unique_ptr<Interface>> Create(const Config& config,
                                                     const Context& context) const {
     auto options = ResolveOptions(config);
     if (!options.ok()) return options.status();
@@ -166,8 +225,10 @@ class Registry {
     std::unique_ptr<google::protobuf::Message> default_options;
     Validator validator;
     Factory factory;
+    Traits traits{};
   };
   std::map<std::string, Entry> entries_;
+  std::map<std::string, std::string> defaults_;
 };
 
 // Registration glue for one plugin with options message `Options`:
@@ -227,6 +288,27 @@ PluginRegistration<Interface, Options>::PluginRegistration(const std::string& na
 #define PIPELINE_REGISTER_PLUGIN(Interface, name, Options, description, ...)        \
   static const ::pipeline::PluginRegistration<Interface, Options> PIPELINE_CONCAT_( \
       pipeline_plugin_registration_, __COUNTER__)(name, description, __VA_ARGS__)
+
+// Declares, beside a plugin's registration, the traits of its kind:
+//
+//   PIPELINE_PLUGIN_TRAITS(Transform, "random_horizontal_flip",
+//                          TransformTraits{.training_only = true});
+#define PIPELINE_PLUGIN_TRAITS(Interface, name, ...)                                     \
+  static const bool PIPELINE_CONCAT_(pipeline_plugin_traits_, __COUNTER__) = [] {        \
+    ::pipeline::SubmitRegistration(                                                      \
+        [] { return ::pipeline::Registry<Interface>::Global().SetTraits(name, __VA_ARGS__); }); \
+    return true;                                                                         \
+  }()
+
+// Declares plugin `name` the one a config slot gets when it names none:
+//
+//   PIPELINE_DEFAULT_PLUGIN(Sampler, "train_data.sampler", "random");
+#define PIPELINE_DEFAULT_PLUGIN(Interface, slot, name)                                   \
+  static const bool PIPELINE_CONCAT_(pipeline_default_plugin_, __COUNTER__) = [] {       \
+    ::pipeline::SubmitRegistration(                                                      \
+        [] { return ::pipeline::Registry<Interface>::Global().DeclareDefault(slot, name); }); \
+    return true;                                                                         \
+  }()
 
 }  // namespace pipeline
 

@@ -9,6 +9,8 @@
 #include "google/protobuf/any.pb.h"
 #include "google/protobuf/descriptor.h"
 #include "pipeline/interfaces/dataset.h"
+#include "pipeline/interfaces/loss.h"
+#include "pipeline/interfaces/metric.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/optimizer.h"
 #include "pipeline/interfaces/sampler.h"
@@ -22,10 +24,10 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-// Checks one plugin slot and rewrites its options with every default filled.
-template <typename Interface>
-void ResolvePlugin(const std::string& path, PluginConfig* plugin,
-                   std::vector<std::string>& errors) {
+// Checks one plugin slot (a PluginConfig or ModelConfig) and rewrites its
+// options with every default filled.
+template <typename Interface, typename Config>
+void ResolvePlugin(const std::string& path, Config* plugin, std::vector<std::string>& errors) {
   auto options = Registry<Interface>::Global().ResolveOptions(*plugin);
   if (!options.ok()) {
     errors.push_back(absl::StrCat(path, ".", options.status().message()));
@@ -33,6 +35,23 @@ void ResolvePlugin(const std::string& path, PluginConfig* plugin,
   }
   FillDefaults(options->get());
   plugin->mutable_options()->PackFrom(**options);
+}
+
+// A slot the config leaves empty gets the plugin that declared itself its
+// default (PIPELINE_DEFAULT_PLUGIN) where it registers.
+template <typename Interface>
+void NameDefault(const std::string& slot, PluginConfig* plugin,
+                 std::vector<std::string>& errors) {
+  if (plugin->has_name()) return;
+  const std::string name = Registry<Interface>::Global().DefaultFor(slot);
+  if (name.empty()) {
+    errors.push_back(absl::StrCat(slot, ": none given, and no linked ",
+                                  PluginKind<Interface>::kName,
+                                  " is the default; choose one of: ",
+                                  absl::StrJoin(Registry<Interface>::Global().Names(), ", ")));
+    return;
+  }
+  plugin->set_name(name);
 }
 
 void ResolveData(const std::string& path, bool training, const TrainerConfig& trainer,
@@ -47,9 +66,9 @@ void ResolveData(const std::string& path, bool training, const TrainerConfig& tr
     ResolvePlugin<Transform>(absl::StrCat(path, ".transforms[", i, "]"),
                              data->mutable_transforms(i), errors);
   }
-  // Where no sampler is given: shuffle what is trained on, keep the order of
-  // what is measured.
-  if (!data->has_sampler()) data->mutable_sampler()->set_name(training ? "random" : "sequential");
+  // Where no sampler is given, the defaults shuffle what is trained on and
+  // keep the order of what is measured.
+  NameDefault<Sampler>(path + ".sampler", data->mutable_sampler(), errors);
   ResolvePlugin<Sampler>(path + ".sampler", data->mutable_sampler(), errors);
   if (data->batch_size() == 0) data->set_batch_size(trainer.batch_size());
   if (data->batch_size() < 0) {
@@ -82,9 +101,10 @@ void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors
   at_least("max_validation_batches", trainer.max_validation_batches(), 0);
   at_least("accumulate_steps", trainer.accumulate_steps(), 1);
   at_least("max_consecutive_skipped_steps", trainer.max_consecutive_skipped_steps(), 0);
-  if (trainer.label_smoothing() < 0 || trainer.label_smoothing() >= 1) {
-    errors.push_back(absl::StrCat("trainer.label_smoothing: ", trainer.label_smoothing(),
-                                  "; must be in [0, 1)"));
+  if (trainer.has_label_smoothing()) {
+    errors.push_back(absl::StrCat(
+        "trainer.label_smoothing: moved to the loss; write loss { name: \"cross_entropy\" "
+        "options { label_smoothing: ", trainer.label_smoothing(), " } } instead"));
   }
   const GradScalerConfig& scaler = trainer.grad_scaler();
   if (!(scaler.init_scale() > 0)) {
@@ -191,13 +211,21 @@ absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
   if (resolved.has_validation_data()) {
     ResolveData("validation_data", false, *trainer, resolved.mutable_validation_data(), errors);
   }
-  // Unnamed slots take the plain choice: one device, SGD, a constant rate.
-  if (!resolved.strategy().has_name()) resolved.mutable_strategy()->set_name("single");
+  // Unnamed slots take their declared defaults (the plain choice: one
+  // device, SGD, a constant rate, cross-entropy, top-1 accuracy).
+  NameDefault<Strategy>("strategy", resolved.mutable_strategy(), errors);
   ResolvePlugin<Strategy>("strategy", resolved.mutable_strategy(), errors);
-  if (!resolved.optimizer().has_name()) resolved.mutable_optimizer()->set_name("sgd");
+  NameDefault<Optimizer>("optimizer", resolved.mutable_optimizer(), errors);
   ResolvePlugin<Optimizer>("optimizer", resolved.mutable_optimizer(), errors);
+  NameDefault<Loss>("loss", resolved.mutable_loss(), errors);
+  ResolvePlugin<Loss>("loss", resolved.mutable_loss(), errors);
+  if (resolved.metrics_size() == 0) NameDefault<Metric>("metrics", resolved.add_metrics(), errors);
+  for (int i = 0; i < resolved.metrics_size(); ++i) {
+    ResolvePlugin<Metric>(absl::StrCat("metrics[", i, "]"), resolved.mutable_metrics(i), errors);
+  }
   LearningRateConfig* learning_rate = resolved.mutable_learning_rate();
-  if (!learning_rate->schedule().has_name()) learning_rate->mutable_schedule()->set_name("constant");
+  NameDefault<LearningRateSchedule>("learning_rate.schedule", learning_rate->mutable_schedule(),
+                                    errors);
   ResolvePlugin<LearningRateSchedule>("learning_rate.schedule", learning_rate->mutable_schedule(),
                                       errors);
   FillDefaults(learning_rate);
@@ -229,6 +257,8 @@ const google::protobuf::Message* DefaultOptionsOf(const std::string& kind,
   if (kind == "strategy") return Registry<Strategy>::Global().DefaultOptions(name);
   if (kind == "optimizer") return Registry<Optimizer>::Global().DefaultOptions(name);
   if (kind == "schedule") return Registry<LearningRateSchedule>::Global().DefaultOptions(name);
+  if (kind == "loss") return Registry<Loss>::Global().DefaultOptions(name);
+  if (kind == "metric") return Registry<Metric>::Global().DefaultOptions(name);
   return nullptr;
 }
 
