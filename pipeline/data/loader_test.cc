@@ -247,7 +247,7 @@ TEST(LoaderTest, BatchMemoryIsReusedOnlyOnceNothingHoldsIt) {
 }
 
 // Pinned batches need a CUDA build on a machine with a GPU; elsewhere the
-// trainer never asks for them (Strategy::CopiesBatchesToCuda).
+// trainer never asks for them (Strategy::device() is not a CUDA device).
 TEST(LoaderTest, PinnedBatchesHoldTheSameValues) {
   if (!at::hasCUDA()) GTEST_SKIP() << "pinned memory needs CUDA";
   CountingDataset dataset(12);

@@ -324,10 +324,10 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
     archive.write("config", c10::IValue(contents.resolved_config));
     archive.write("epoch_step", c10::IValue(contents.epoch_step));
     archive.write("epoch_sums", torch::tensor(contents.epoch_sums.empty()
-                                                  ? std::vector<double>{0, 0, 0}
+                                                  ? std::vector<double>{0, 0}
                                                   : contents.epoch_sums,
                                               torch::kDouble));
-    archive.write("best_val_accuracy", c10::IValue(contents.best_val_accuracy));
+    archive.write("best_val_accuracy", c10::IValue(contents.best_value));
     if (contents.rng_state.defined()) archive.write("rng_state", contents.rng_state);
     if (contents.grad_scale > 0) {
       archive.write("grad_scale", c10::IValue(contents.grad_scale));
@@ -415,11 +415,13 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
       loaded.contents.epoch_step = epoch_step.toInt();
     }
     torch::Tensor sums;
-    if (archive.try_read("epoch_sums", sums) && sums.numel() == 3) {
-      for (int i = 0; i < 3; ++i) loaded.contents.epoch_sums.push_back(sums[i].item<double>());
+    if (archive.try_read("epoch_sums", sums) && sums.dim() == 1) {
+      const torch::Tensor values = sums.to(torch::kDouble).contiguous();
+      loaded.contents.epoch_sums.assign(values.data_ptr<double>(),
+                                        values.data_ptr<double>() + values.numel());
     }
-    if (archive.try_read("best_val_accuracy", best) && best.isDouble()) {
-      loaded.contents.best_val_accuracy = best.toDouble();
+    if (archive.try_read("best_val_accuracy", best) && best.isDouble() && best.toDouble() != -1) {
+      loaded.contents.best_value = best.toDouble();
     }
     torch::Tensor rng;
     if (archive.try_read("rng_state", rng)) loaded.contents.rng_state = rng;

@@ -2,6 +2,7 @@
 #define PIPELINE_TRAINER_CHECKPOINT_H_
 
 #include <iosfwd>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,11 +22,14 @@ struct CheckpointContents {
   std::string resolved_config;  // textproto
   // Where a run resumes exactly. Optimizer steps already taken in epoch
   // `epoch` (0-based; 0 at an epoch's end), and that epoch's running
-  // training sums so far (loss * samples, correct, samples).
+  // training sums so far (MetricSet's layout: loss * samples, samples, the
+  // metrics' sums).
   int64_t epoch_step = 0;
   std::vector<double> epoch_sums;
-  // Best validation accuracy so far, -1 before any validation.
-  double best_val_accuracy = -1;
+  // Best value so far of checkpoint.best_metric (the value
+  // checkpoint_best.pt holds), NaN before any validation. Stored under its
+  // first name, best_val_accuracy, where -1 also meant none.
+  double best_value = std::numeric_limits<double>::quiet_NaN();
   // State of LibTorch's default CPU generator (dropout, random init); the
   // data's randomness is a function of (seed, epoch, sample) and needs none.
   torch::Tensor rng_state;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,9 @@ struct TrainSummary {
   double train_accuracy = 0;  // over the last epoch
   double val_loss = 0;        // last validation pass; 0 without validation data
   double val_accuracy = 0;
+  // Every figure of the last epoch: train_loss, train_acc, ..., val_loss,
+  // val_acc, ... (one per configured metric value).
+  std::vector<std::pair<std::string, double>> figures;
   double images_per_sec = 0;  // training images over training time, all processes
   double wall_seconds = 0;
   // Samples that failed to load and were skipped (on_bad_sample: SKIP), all

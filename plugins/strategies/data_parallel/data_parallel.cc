@@ -159,7 +159,7 @@ class DataParallelStrategy : public Strategy {
     });
   }
 
-  bool CopiesBatchesToCuda() const override { return devices_[0].is_cuda(); }
+  torch::Device device() const override { return devices_[0]; }
 
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
     return CallTorch("data_parallel: inference", [&] {

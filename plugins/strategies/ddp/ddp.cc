@@ -27,7 +27,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -194,11 +196,11 @@ class DdpStrategy : public Strategy {
         progress_(std::move(store), rendezvous_.rank, rendezvous_.world_size,
                   rendezvous_.host,
                   absl::StrCat(rendezvous_.master_addr, ":", rendezvous_.master_port)),
-        device_(device) {}
+        device_(device),
+        communicator_(*this) {}
 
-  int rank() const override { return rendezvous_.rank; }
-  int world_size() const override { return rendezvous_.world_size; }
-  bool CopiesBatchesToCuda() const override { return device_.is_cuda(); }
+  Communicator& communicator() override { return communicator_; }
+  torch::Device device() const override { return device_; }
 
   absl::Status Prepare(Model& model, const ModelFactory&) override {
     return CallTorch("ddp: preparing the model", [&] {
@@ -243,8 +245,9 @@ class DdpStrategy : public Strategy {
       torch::Tensor loss = loss_function(logits, labels.to(device_, /*non_blocking=*/true));
       if (synchronize_ && options_.find_unused_parameters()) MarkUnusedReady(loss);
       loss.backward();
-      if (synchronize_) FinishGradients();
-      return StepOutput{loss.detach().cpu(), logits.detach().cpu()};
+      double waited = 0;
+      if (synchronize_) waited = FinishGradients();
+      return StepOutput{loss.detach().cpu(), logits.detach().cpu(), waited};
     });
   }
 
@@ -255,25 +258,97 @@ class DdpStrategy : public Strategy {
                      [&] { return model.forward(images.to(device_, /*non_blocking=*/true)).cpu(); });
   }
 
-  double TakeCommunicationWaitSeconds() override {
-    const double seconds = communication_wait_seconds_;
-    communication_wait_seconds_ = 0;
-    return seconds;
-  }
-
-  absl::Status SumAcrossProcesses(std::vector<double>& values) override {
-    return CallTorch("ddp: summing metrics across ranks", [&] {
-      // NCCL reduces only device tensors.
-      std::vector<at::Tensor> tensors = {torch::tensor(values, torch::kDouble).to(device_)};
-      const std::string collective = "sum of metrics across ranks";
-      progress_.Enter(collective);
-      Wait(*group_->allreduce(tensors), collective);
-      const at::Tensor sums = tensors[0].cpu();
-      for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
-    });
-  }
-
  private:
+  // The trainer's collectives (votes, metrics, agreement checks), over the
+  // gradients' group, so a dead or stopped peer is named the same way.
+  // NCCL reduces only device tensors: every tensor goes to the strategy's
+  // device and back.
+  class GroupCommunicator : public Communicator {
+   public:
+    explicit GroupCommunicator(DdpStrategy& ddp) : ddp_(ddp) {}
+    int rank() const override { return ddp_.rendezvous_.rank; }
+    int world_size() const override { return ddp_.rendezvous_.world_size; }
+
+    absl::Status AllReduceSum(std::vector<double>& values, const std::string& what) override {
+      return CallTorch("ddp", [&] {
+        std::vector<at::Tensor> tensors = {ddp_.ToDevice(torch::tensor(values, torch::kDouble))};
+        ddp_.Run(what, [&] { return ddp_.group_->allreduce(tensors); });
+        const at::Tensor sums = tensors[0].cpu();
+        for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
+      });
+    }
+
+    absl::StatusOr<std::vector<std::string>> AllGather(const std::string& bytes,
+                                                       const std::string& what) override {
+      return CallTorch("ddp", [&] {
+        // Lengths first, then every rank's bytes padded to the longest.
+        const std::vector<int64_t> lengths =
+            Gather(torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong), what);
+        const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
+        at::Tensor padded = torch::zeros({std::max<int64_t>(longest, 1)}, torch::kUInt8);
+        std::memcpy(padded.data_ptr(), bytes.data(), bytes.size());
+        std::vector<std::vector<at::Tensor>> gathered = GatherTensors(padded, what);
+        std::vector<std::string> result;
+        for (int r = 0; r < world_size(); ++r) {
+          const at::Tensor part = gathered[0][r].cpu();
+          result.emplace_back(static_cast<const char*>(part.data_ptr()), lengths[r]);
+        }
+        return result;
+      });
+    }
+
+    absl::Status Broadcast(std::string& bytes, int root, const std::string& what) override {
+      return CallTorch("ddp", [&] {
+        std::vector<at::Tensor> length = {
+            ddp_.ToDevice(torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong))};
+        ddp_.Run(what, [&] { return ddp_.group_->broadcast(length, {root}); });
+        const int64_t size = length[0].cpu().item<int64_t>();
+        at::Tensor data = torch::zeros({std::max<int64_t>(size, 1)}, torch::kUInt8);
+        if (rank() == root) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
+        std::vector<at::Tensor> tensors = {ddp_.ToDevice(data)};
+        ddp_.Run(what, [&] { return ddp_.group_->broadcast(tensors, {root}); });
+        const at::Tensor received = tensors[0].cpu();
+        bytes.assign(static_cast<const char*>(received.data_ptr()), size);
+      });
+    }
+
+    // A one-number all-reduce: NCCL's barrier needs a device guess, this
+    // does not.
+    absl::Status Barrier(const std::string& what) override {
+      std::vector<double> nothing = {0};
+      return AllReduceSum(nothing, what);
+    }
+
+   private:
+    std::vector<std::vector<at::Tensor>> GatherTensors(const at::Tensor& local,
+                                                       const std::string& what) {
+      std::vector<at::Tensor> input = {ddp_.ToDevice(local)};
+      std::vector<std::vector<at::Tensor>> output(1);
+      for (int r = 0; r < world_size(); ++r) output[0].push_back(torch::empty_like(input[0]));
+      ddp_.Run(what, [&] { return ddp_.group_->allgather(output, input); });
+      return output;
+    }
+    std::vector<int64_t> Gather(const at::Tensor& one_long, const std::string& what) {
+      std::vector<int64_t> values;
+      for (const at::Tensor& t : GatherTensors(one_long, what)[0]) {
+        values.push_back(t.cpu().item<int64_t>());
+      }
+      return values;
+    }
+
+    DdpStrategy& ddp_;
+  };
+
+  at::Tensor ToDevice(const at::Tensor& t) const { return t.to(device_); }
+
+  // Starts the collective `launch` returns, as `collective` in the peer
+  // records, and waits for it.
+  template <typename Launch>
+  void Run(const std::string& collective, Launch launch) {
+    progress_.Enter(collective);
+    Wait(*launch(), collective);
+  }
+
   // Waits for `work`, the collective this rank entered last; a timeout
   // names it and the ranks that never came.
   void Wait(c10d::Work& work, const std::string& collective) {
@@ -414,7 +489,7 @@ class DdpStrategy : public Strategy {
     std::vector<at::Tensor> tensors = {bucket.flat};
     if (compressed()) {
       torch::NoGradGuard no_grad;
-      bucket.flat.mul_(1.0 / world_size());
+      bucket.flat.mul_(1.0 / rendezvous_.world_size);
       if (!bucket.compressed.defined()) bucket.compressed = at::empty_like(bucket.flat, at::kHalf);
       bucket.compressed.copy_(bucket.flat);
       tensors = {bucket.compressed};
@@ -426,7 +501,8 @@ class DdpStrategy : public Strategy {
 
   // After backward: launch what the hooks did not (unused parameters keep
   // zeros), wait for every bucket, and write the averages into .grad.
-  void FinishGradients() {
+  // Returns the seconds spent waiting.
+  double FinishGradients() {
     std::vector<std::string> missing;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -447,12 +523,13 @@ class DdpStrategy : public Strategy {
       }
     }
     torch::NoGradGuard no_grad;
-    const double scale = 1.0 / world_size();
+    const double scale = 1.0 / rendezvous_.world_size;
+    double waited = 0;
     for (size_t b = 0; b < buckets_.size(); ++b) {
       Bucket& bucket = buckets_[b];
       const auto wait_start = std::chrono::steady_clock::now();
       Wait(*bucket.work, BucketName(b));
-      communication_wait_seconds_ +=
+      waited +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       if (compressed()) {
         bucket.flat.copy_(bucket.compressed);  // already divided by the world size
@@ -480,15 +557,15 @@ class DdpStrategy : public Strategy {
           ". Set find_unused_parameters: true in the ddp options when the forward pass can "
           "skip parameters, or freeze them (requires_grad false)"));
     }
+    return waited;
   }
 
-  // Time FinishGradients spent in wait(), since TakeCommunicationWaitSeconds.
-  double communication_wait_seconds_ = 0;
   DdpOptions options_;
   Rendezvous rendezvous_;
   c10::intrusive_ptr<CollectiveGroup> group_;
   PeerProgress progress_;
   torch::Device device_;
+  GroupCommunicator communicator_;
   std::vector<at::Tensor> parameters_;
   std::vector<std::string> names_;  // of parameters_, for errors
   std::vector<Bucket> buckets_;
@@ -673,6 +750,20 @@ PIPELINE_REGISTER_PLUGIN(Strategy, "ddp", DdpOptions,
                          "Distributed data parallel over c10d (Gloo), bucketed overlapping "
                          "gradient all-reduce",
                          CreateDdp, ValidateDdp);
+// train launches nproc_per_node workers itself and restarts a failed group.
+PIPELINE_PLUGIN_TRAITS(Strategy, "ddp",
+                       StrategyTraits{
+                           .processes_per_node =
+                               [](const google::protobuf::Message& options) {
+                                 return static_cast<int>(
+                                     static_cast<const DdpOptions&>(options).nproc_per_node());
+                               },
+                           .max_restarts =
+                               [](const google::protobuf::Message& options) {
+                                 return static_cast<int>(
+                                     static_cast<const DdpOptions&>(options).max_restarts());
+                               },
+                       });
 
 }  // namespace
 }  // namespace pipeline

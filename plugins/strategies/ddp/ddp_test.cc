@@ -7,6 +7,8 @@
 
 #include "gmock/gmock.h"
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/free_port.h"
 #include "pipeline/interfaces/strategy.h"
@@ -96,7 +98,28 @@ int64_t CompareWithTheWholeBatch(const std::string& ddp_config, double rtol, dou
     }
     for (const auto& p : models[rank]->named_parameters()) grads[rank][p.key()] = p.value().grad();
     sums[rank] = {rank + 1.0, 10.0};
-    if (auto status = (*strategy)->SumAcrossProcesses(sums[rank]); !status.ok()) {
+    Communicator& communicator = (*strategy)->communicator();
+    if (auto status = communicator.AllReduceSum(sums[rank], "the test's sum"); !status.ok()) {
+      errors[rank] = std::string(status.message());
+      return;
+    }
+    // Lengths differ between ranks (rank 1's is empty).
+    auto gathered = communicator.AllGather(rank == 0 ? "rank zero" : "", "the test's gather");
+    if (!gathered.ok()) {
+      errors[rank] = std::string(gathered.status().message());
+      return;
+    }
+    std::string broadcast = rank == 1 ? "from rank 1" : "overwritten";
+    if (auto status = communicator.Broadcast(broadcast, 1, "the test's broadcast"); !status.ok()) {
+      errors[rank] = std::string(status.message());
+      return;
+    }
+    if (*gathered != std::vector<std::string>{"rank zero", ""} || broadcast != "from rank 1") {
+      errors[rank] = absl::StrCat("gathered \"", absl::StrJoin(*gathered, "\", \""),
+                                  "\", broadcast \"", broadcast, "\"");
+      return;
+    }
+    if (auto status = communicator.Barrier("the test's barrier"); !status.ok()) {
       errors[rank] = std::string(status.message());
     }
   };

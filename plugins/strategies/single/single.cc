@@ -43,7 +43,7 @@ class SingleDeviceStrategy : public Strategy {
     });
   }
 
-  bool CopiesBatchesToCuda() const override { return device_.is_cuda(); }
+  torch::Device device() const override { return device_; }
 
  private:
   torch::Device device_;
@@ -64,6 +64,7 @@ absl::StatusOr<torch::Device> ParseDevice(const std::string& name) {
   }
 }
 
+PIPELINE_DEFAULT_PLUGIN(Strategy, "strategy", "single");
 PIPELINE_REGISTER_PLUGIN(Strategy, "single", SingleDeviceOptions,
                          "The model on one device (cpu, or cuda:N in a CUDA build)",
                          [](const SingleDeviceOptions& options, const StrategyContext&)

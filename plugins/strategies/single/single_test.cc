@@ -63,13 +63,13 @@ TEST(SingleDeviceTest, CudaWithoutCudaSaysWhatToDo) {
 TEST(SingleDeviceTest, OnlyACudaDeviceAsksForPinnedBatches) {
   auto cpu = testing::CreatePlugin<Strategy>(R"pb(name: "single")pb");
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  EXPECT_FALSE((*cpu)->CopiesBatchesToCuda());
+  EXPECT_FALSE((*cpu)->device().is_cuda());
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device to check the other case";
   auto cuda = testing::CreatePlugin<Strategy>(
       R"pb(name: "single"
            options { [type.googleapis.com/pipeline.SingleDeviceOptions] { device: "cuda:0" } })pb");
   ASSERT_TRUE(cuda.ok()) << cuda.status();
-  EXPECT_TRUE((*cuda)->CopiesBatchesToCuda());
+  EXPECT_TRUE((*cuda)->device().is_cuda());
 }
 
 TEST(SingleDeviceTest, UnknownDeviceIsRejected) {

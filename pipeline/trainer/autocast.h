@@ -1,0 +1,52 @@
+#ifndef PIPELINE_TRAINER_AUTOCAST_H_
+#define PIPELINE_TRAINER_AUTOCAST_H_
+
+#include "ATen/autocast_mode.h"
+#include "pipeline/config/pipeline.pb.h"
+#include "torch/types.h"
+
+namespace pipeline {
+
+// trainer.precision: BF16_AUTOCAST runs the forward pass (and its backward)
+// of one step under autocast, for CPU and CUDA tensors alike (each device's
+// autocast only sees its own tensors); FP16_AUTOCAST for CUDA tensors only
+// (the trainer refuses it for strategies that run on the CPU). The cast
+// cache holds low-precision copies of the weights and is cleared when the
+// scope ends, before the optimizer changes them.
+class AutocastScope {
+ public:
+  explicit AutocastScope(const TrainerConfig& trainer)
+      : enabled_(trainer.precision() != TrainerConfig::FP32) {
+    if (!enabled_) return;
+    if (trainer.precision() == TrainerConfig::BF16_AUTOCAST) {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
+    at::autocast::set_autocast_gpu_dtype(
+        trainer.precision() == TrainerConfig::FP16_AUTOCAST ? at::kHalf : at::kBFloat16);
+    at::autocast::set_enabled(true);
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    at::autocast::set_cpu_enabled(false);
+    at::autocast::set_enabled(false);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  const bool enabled_;
+};
+
+// A batch in the memory order the model's weights are kept in
+// (trainer.channels_last).
+inline torch::Tensor ModelInput(const torch::Tensor& images, const TrainerConfig& trainer) {
+  return trainer.channels_last() && images.dim() == 4
+             ? images.contiguous(at::MemoryFormat::ChannelsLast)
+             : images;
+}
+
+}  // namespace pipeline
+
+#endif  // PIPELINE_TRAINER_AUTOCAST_H_

@@ -1,0 +1,62 @@
+#ifndef PIPELINE_TRAINER_RUN_SETUP_H_
+#define PIPELINE_TRAINER_RUN_SETUP_H_
+
+// Everything a training run is made of, built from a resolved config and
+// checked before the first step: strategy, data, model, optimizer,
+// schedule, loss, metrics, the checkpoint it resumes from, and that every
+// rank agrees on all of it.
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pipeline/config/pipeline.pb.h"
+#include "pipeline/interfaces/loss.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/interfaces/optimizer.h"
+#include "pipeline/interfaces/schedule.h"
+#include "pipeline/interfaces/strategy.h"
+#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/trainer/data_pipeline.h"
+#include "pipeline/trainer/grad_scaler.h"
+#include "pipeline/trainer/metric_set.h"
+#include "pipeline/trainer/trainer.h"
+
+namespace pipeline {
+
+struct TrainRun {
+  std::unique_ptr<Strategy> strategy;
+  DataPipeline train;
+  std::optional<DataPipeline> validation;
+  std::vector<std::string> classes;
+  std::string sample_shape;  // of a transformed training sample, "1x28x28"
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Optimizer> optimizer;
+  std::vector<double> base_lr;  // of each parameter group
+  std::unique_ptr<LearningRateSchedule> schedule;
+  std::unique_ptr<Loss> loss;
+  std::optional<MetricSet> metrics;
+  std::optional<GradScaler> scaler;
+  std::optional<FoundCheckpoint> resume;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;
+  int64_t epochs = 0;
+};
+
+// Builds the run of `config`; `log` (rank 0's) hears what resuming and
+// pretrained weights did.
+absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& config, const RunOptions& options,
+                                  std::ostream* log);
+
+// Writes the resolved config and a run_info.jsonl line into output_dir
+// (rank 0). An error here is a problem with output_dir, as nothing is
+// trained yet.
+absl::Status PrepareOutputDir(const PipelineConfig& config, const RunOptions& options);
+
+}  // namespace pipeline
+
+#endif  // PIPELINE_TRAINER_RUN_SETUP_H_
