@@ -12,7 +12,7 @@ absl::StatusOr<MetricSet> MetricSet::Create(const PipelineConfig& config,
   for (int i = 0; i < config.metrics_size(); ++i) {
     auto metric = Registry<Metric>::Global().Create(config.metrics(i), MetricContext{classes});
     if (!metric.ok()) {
-      return absl::Status(metric.status().code(), absl::StrCat("metrics[", i, "].",
+      return absl::Status(metric.status().code(), absl::StrCat("metrics[", i, "]: ",
                                                                metric.status().message()));
     }
     set.offsets_.push_back(set.num_sums_);

@@ -154,7 +154,7 @@ absl::Status BuildObjective(const PipelineConfig& config, TrainRun& run) {
   auto loss = Registry<Loss>::Global().Create(
       config.loss(), {static_cast<int64_t>(run.classes.size())});
   if (!loss.ok()) {
-    return absl::Status(loss.status().code(), absl::StrCat("loss.", loss.status().message()));
+    return absl::Status(loss.status().code(), absl::StrCat("loss: ", loss.status().message()));
   }
   run.loss = std::move(*loss);
   ASSIGN_OR_RETURN(run.metrics, MetricSet::Create(config, run.classes));
