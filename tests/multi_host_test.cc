@@ -265,12 +265,12 @@ TEST(MultiHostTest, ACutLinkFailsTheCollectiveNamingItAndTheTimeout) {
   Report("link cut, host 0 says:\n" + ErrorLines(host0) + "host 1 says:\n" + ErrorLines(host1));
   EXPECT_EQ(host0_exit, 1) << host0;
   EXPECT_EQ(host1_exit, 1) << host1;
-  // The collective (a gradient bucket's all-reduce, or the sum each step
-  // takes of the ranks' flags, or a validation sum: where the cut finds
+  // The collective (a gradient bucket's all-reduce, or the vote each step
+  // takes on non-finite losses, or a sum of figures: where the cut finds
   // the ranks) and the timeout.
   const std::regex named(
       "\\[rank 0\\] error: ddp: [^\\n]*(all-reduce of gradient bucket [0-9]+ of [0-9]+|"
-      "sum of metrics across ranks): [^\\n]*\\(waited up to timeout_seconds: 5\\)");
+      "the non-finite loss vote|sum of the [a-z' ]+): [^\\n]*\\(waited up to timeout_seconds: 5\\)");
   EXPECT_TRUE(std::regex_search(host0, named)) << host0;
   // Rank 0 names rank 1 as cut off, with its address: its heartbeat in
   // the store (on rank 0's host) stopped moving.

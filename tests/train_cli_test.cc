@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/command.h"
-#include "plugins/datasets/image_folder/image_codec.h"
+#include "pipeline/image/image_codec.h"
 
 namespace pipeline {
 namespace {
@@ -215,6 +215,57 @@ TEST(TrainCliTest, UnknownPluginListsChoicesAndClosestMatch) {
                                      "registered model; registered: ");
   EXPECT_THAT(result.output, HasSubstr(", resnet, "));
   EXPECT_THAT(result.output, HasSubstr(". Did you mean \"resnet\"?"));
+}
+
+TEST(TrainCliTest, UnknownMetricAndLossListChoicesAndClosestMatch) {
+  const std::string path = WriteConfig(
+      "unknown_metric.textproto",
+      "model { name: \"small_cnn\" } train_data { dataset { name: \"fashion_mnist\" } }\n"
+      "loss { name: \"cross_entropi\" }\nmetrics { name: \"acuracy\" }\n");
+  Result result = RunTrain("--config=" + path);
+  ExpectOneCleanError(result, path + " is not a valid config:\n");
+  EXPECT_THAT(result.output, HasSubstr("loss.name: \"cross_entropi\" is not a registered loss; "
+                                       "registered: cross_entropy, soft_target_cross_entropy. "
+                                       "Did you mean \"cross_entropy\"?"));
+  EXPECT_THAT(result.output, HasSubstr("metrics[0].name: \"acuracy\" is not a registered metric; "
+                                       "registered: accuracy, confusion_matrix. Did you mean "
+                                       "\"accuracy\"?"));
+}
+
+TEST(TrainCliTest, ATopKBeyondTheClassesIsAConfigError) {
+  // Two classes of synthetic data, and top-5 accuracy asked for.
+  const std::string path = WriteConfig("top5.textproto", R"pb(
+    model { name: "small_cnn" }
+    train_data {
+      dataset {
+        name: "synthetic"
+        options { [type.googleapis.com/pipeline.SyntheticOptions] { num_classes: 2 num_samples: 8 } }
+      }
+    }
+    metrics { name: "accuracy" }
+    metrics { name: "accuracy" options { [type.googleapis.com/pipeline.AccuracyOptions] { top_k: 5 } } }
+  )pb");
+  ExpectOneCleanError(RunTrain("--config=" + path + " --dry_run"),
+                      "metrics[1]: metric \"accuracy\": options.top_k: 5, but the training data "
+                      "has 2 classes");
+}
+
+TEST(TrainCliTest, AMovedFieldNamesItsNewPlace) {
+  const std::string path = WriteConfig(
+      "label_smoothing.textproto",
+      "model { name: \"small_cnn\" } train_data { dataset { name: \"fashion_mnist\" } }\n"
+      "trainer { label_smoothing: 0.1 }\n");
+  ExpectOneCleanError(RunTrain("--config=" + path),
+                      path + " is not a valid config:\n"
+                      "trainer.label_smoothing: moved to the loss; write loss { name: "
+                      "\"cross_entropy\" options { label_smoothing: 0.1 } } instead");
+}
+
+TEST(TrainCliTest, ABestMetricThatIsNoValidationValueIsRefused) {
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run --set=checkpoint.best_metric=val_f1"),
+      "checkpoint.best_metric: \"val_f1\" is not a validation figure of this run; choose one "
+      "of: val_loss, val_acc");
 }
 
 TEST(TrainCliTest, NonNumericSetValue) {

@@ -329,10 +329,9 @@ class DdpStrategy : public Strategy {
       return output;
     }
     std::vector<int64_t> Gather(const at::Tensor& one_long, const std::string& what) {
+      const std::vector<std::vector<at::Tensor>> gathered = GatherTensors(one_long, what);
       std::vector<int64_t> values;
-      for (const at::Tensor& t : GatherTensors(one_long, what)[0]) {
-        values.push_back(t.cpu().item<int64_t>());
-      }
+      for (const at::Tensor& t : gathered[0]) values.push_back(t.cpu().item<int64_t>());
       return values;
     }
 
