@@ -276,12 +276,12 @@ TEST(FaultyPeerTest, ARankThatHangsWhileRunningIsNamedByItsPeer) {
                         "1: Operation timed out! (waited up to timeout_seconds: 5); this is "
                         "collective number "))
       << result.output;
-  // Step 2 ended with the ranks' vote on non-finite losses; rank 1 hung in
-  // step 3's forward pass, before its gradients.
+  // Step 2 ended with the sum for its checkpoint (every_steps: 1); rank 1
+  // hung in step 3's forward pass, before its gradients.
   EXPECT_THAT(result.output, HasSubstr(" of this rank, and rank 1 has not reached it: its last "
                                        "was number "))
       << result.output;
-  EXPECT_THAT(result.output, HasSubstr(", the non-finite loss vote\n")) << result.output;
+  EXPECT_THAT(result.output, HasSubstr(", sum of the epoch's training figures\n")) << result.output;
 }
 
 }  // namespace
