@@ -1,5 +1,6 @@
 #include "pipeline/config/config_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -18,6 +19,7 @@
 #include "google/protobuf/dynamic_message.h"
 #include "google/protobuf/empty.pb.h"
 #include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
 #include "pipeline/util/edit_distance.h"
 
@@ -96,19 +98,177 @@ class SkipUnknownOptionTypes : public google::protobuf::TextFormat::Finder {
   }
 };
 
+// The fields every model takes, declared once in ModelConfig beside the
+// model's name, that each model plugin's options used to repeat. Their
+// options types keep the names `reserved`, and the textproto parser drops a
+// reserved field without a word: a config still setting one inside
+// model.options would lose it silently (a run from random weights instead
+// of the file it names). FindMovedModelOptions refuses them instead.
+constexpr const char* kMovedModelOptions[] = {"num_classes", "in_channels", "weights",
+                                              "freeze_backbone"};
+
+bool IsMovedModelOption(const std::string& field) {
+  for (const char* moved : kMovedModelOptions) {
+    if (field == moved) return true;
+  }
+  return false;
+}
+
+std::string MovedModelOptionError(const std::string& field, const std::string& value) {
+  return absl::StrCat("model.options.", field, " has moved: write model { ", field, ": ", value,
+                      " } (beside name, not inside options)");
+}
+
+// Tokenizer errors are the parser's to report.
+class IgnoreErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+};
+
+// Every moved field (kMovedModelOptions) set directly inside model.options
+// in the textproto `text`, as "<name>:<line>:<col>: model.options.<field>
+// has moved: ...". It reads the tokens, not the parsed message, because the
+// parser drops the fields (see above), and because it must work whatever
+// else is wrong with the file and in the lenient mode too. A field the
+// options type itself declares (a plugin's own `num_classes`) is the
+// plugin's and is left alone; options of a type not linked in (a plugin
+// library not loaded yet) are checked once it is.
+std::vector<std::string> FindMovedModelOptions(const std::string& text, const std::string& name) {
+  using google::protobuf::io::Tokenizer;
+  google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  IgnoreErrors ignore;
+  Tokenizer tokenizer(&input, &ignore);
+  tokenizer.set_comment_style(Tokenizer::SH_COMMENT_STYLE);
+  std::vector<Tokenizer::Token> tokens;
+  while (tokenizer.Next()) tokens.push_back(tokenizer.current());
+
+  // What encloses the current token: a message, by the field (or "[type]"
+  // expansion) that opened it, or a `field: [...]` list.
+  struct Scope {
+    bool list;
+    std::string field;
+  };
+  std::vector<Scope> scopes;
+  std::vector<std::string> errors;
+  auto is = [&](size_t i, const char* symbol) { return i < tokens.size() && tokens[i].text == symbol; };
+  auto opens_message = [&](size_t i) { return is(i, "{") || is(i, "<"); };
+  // The options type, when `scopes` is exactly model > options > [type]:
+  // "" for the bare `options { weights: ... }` (fields of the Any itself).
+  auto model_options_type = [&](std::string* type) {
+    if (scopes.size() < 2 || scopes.size() > 3) return false;
+    for (const Scope& scope : scopes) {
+      if (scope.list) return false;
+    }
+    if (scopes[0].field != "model" || scopes[1].field != "options") return false;
+    type->clear();
+    if (scopes.size() == 3) {
+      const std::string& expansion = scopes[2].field;
+      if (expansion.size() < 2 || expansion.front() != '[') return false;
+      *type = expansion.substr(1, expansion.size() - 2);
+      *type = type->substr(type->rfind('/') + 1);
+    }
+    return true;
+  };
+
+  size_t i = 0;
+  while (i < tokens.size()) {
+    if (!scopes.empty() && scopes.back().list) {
+      if (is(i, "]")) {
+        scopes.pop_back();
+      } else if (opens_message(i)) {
+        scopes.push_back({false, scopes.back().field});
+      }
+      ++i;
+      continue;
+    }
+    if (is(i, "}") || is(i, ">")) {
+      if (!scopes.empty()) scopes.pop_back();
+      ++i;
+      continue;
+    }
+    const Tokenizer::Token& start = tokens[i];
+    std::string field;
+    if (start.type == Tokenizer::TYPE_IDENTIFIER) {
+      field = start.text;
+      ++i;
+    } else if (is(i, "[")) {
+      field = "[";
+      for (++i; i < tokens.size() && !is(i, "]"); ++i) field += tokens[i].text;
+      field += "]";
+      ++i;
+    } else {
+      ++i;  // a separator, or something the parser will report
+      continue;
+    }
+    if (is(i, ":")) ++i;
+    if (opens_message(i)) {
+      scopes.push_back({false, field});
+      ++i;
+      continue;
+    }
+    if (is(i, "[")) {
+      scopes.push_back({true, field});
+      ++i;
+      continue;
+    }
+    // A scalar value: a token, a negative number, or adjacent strings.
+    std::string value;
+    if (is(i, "-")) value = tokens[i++].text;
+    if (i < tokens.size()) {
+      const bool string = tokens[i].type == Tokenizer::TYPE_STRING;
+      value += tokens[i++].text;
+      while (string && i < tokens.size() && tokens[i].type == Tokenizer::TYPE_STRING) {
+        absl::StrAppend(&value, " ", tokens[i++].text);
+      }
+    }
+    std::string type;
+    if (!IsMovedModelOption(field) || !model_options_type(&type)) continue;
+    if (!type.empty()) {
+      const Descriptor* descriptor =
+          google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
+      if (descriptor == nullptr || descriptor->FindFieldByName(field) != nullptr) continue;
+    }
+    errors.push_back(absl::StrCat(name, ":", start.line + 1, ":", start.column + 1, ": ",
+                                  MovedModelOptionError(field, value)));
+  }
+  return errors;
+}
+
 absl::Status ParseConfigText(const std::string& text, const std::string& name, bool lenient,
                              Message* message) {
-  if (!lenient) return ParseTextProto(text, name, message);
-  CollectErrors errors(name);
-  SkipUnknownOptionTypes finder;
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&errors);
-  parser.SetFinder(&finder);
-  parser.AllowUnknownField(true);
-  if (!parser.ParseFromString(text, message)) {
-    return absl::InvalidArgumentError(errors.Joined());
+  absl::Status parsed;
+  if (!lenient) {
+    parsed = ParseTextProto(text, name, message);
+  } else {
+    CollectErrors errors(name);
+    SkipUnknownOptionTypes finder;
+    google::protobuf::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&errors);
+    parser.SetFinder(&finder);
+    parser.AllowUnknownField(true);
+    if (!parser.ParseFromString(text, message)) {
+      parsed = absl::InvalidArgumentError(errors.Joined());
+    }
   }
-  return absl::OkStatus();
+  std::vector<std::string> errors = FindMovedModelOptions(text, name);
+  if (errors.empty()) return parsed;
+  // The parser stops at its first error. Where that is a moved field (the
+  // bare `options { weights: ... }`, which the Any itself does not have),
+  // the moved-field error above already says it better.
+  if (!parsed.ok()) {
+    const std::string first(parsed.message());
+    const bool same_field = std::any_of(errors.begin(), errors.end(), [&](const std::string& e) {
+      // "<name>:<line>:" and the field, from "<name>:<line>:<col>: model.options.<field> has".
+      const size_t col = e.rfind(':', e.find(": model.options.") - 1);
+      const size_t field = e.find("model.options.") + 14;
+      return absl::StartsWith(first, e.substr(0, col + 1)) &&
+             absl::EndsWith(first, absl::StrCat("has no field named \"",
+                                                e.substr(field, e.find(' ', field) - field),
+                                                "\"."));
+    });
+    if (!same_field) errors.push_back(first);
+  }
+  return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
 }
 
 absl::StatusOr<PipelineConfig> LoadWithImports(const fs::path& path,
@@ -240,6 +400,12 @@ absl::Status ApplyPath(Message* message, const std::vector<std::string>& parts, 
   const std::string& part = parts[at];
   const FieldDescriptor* field = descriptor->FindFieldByName(part);
   const std::string where = absl::StrJoin(parts.begin(), parts.begin() + at + 1, ".");
+  if (field == nullptr && at == 2 && parts[0] == "model" && parts[1] == "options" &&
+      IsMovedModelOption(part)) {
+    return absl::InvalidArgumentError(absl::StrCat("--set ", full_path, "=", value, ": ",
+                                                   MovedModelOptionError(part, value),
+                                                   "; --set model.", part, "=", value));
+  }
   if (field == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--set ", full_path, ": ", descriptor->full_name(), " has no field \"", part, "\"; ",

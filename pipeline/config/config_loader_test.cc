@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "pipeline/config/config_loader_test.pb.h"
 #include "pipeline/registry/registry_test.pb.h"
 
 namespace pipeline {
@@ -59,6 +60,116 @@ TEST(ConfigLoaderTest, PluginLibrariesAreReadBeforeTheirOptionTypesExist) {
   // A syntax error is still one.
   const std::string broken = WriteFile("libraries/broken.textproto", "plugin_libraries: \n");
   EXPECT_THAT(ReadPluginLibraries(broken).status().message(), HasSubstr(broken + ":2:1:"));
+}
+
+// The options every model takes moved from each model's options to
+// ModelConfig; their options types reserve the names, which the parser
+// would drop without a word.
+TEST(ConfigLoaderTest, ModelOptionsThatMovedNameTheirNewPlace) {
+  const std::string path = WriteFile("moved/typed.textproto",
+                                     "model {\n"
+                                     "  name: \"resnet\"\n"
+                                     "  options {\n"
+                                     "    [type.googleapis.com/pipeline.testing.MovedFieldsModelOptions] {\n"
+                                     "      depth: 50\n"
+                                     "      weights: \"x.pt\"\n"
+                                     "      freeze_backbone: true\n"
+                                     "    }\n"
+                                     "  }\n"
+                                     "}\n");
+  const std::string expected =
+      path +
+      ":6:7: model.options.weights has moved: write model { weights: \"x.pt\" } (beside name, "
+      "not inside options)\n" +
+      path +
+      ":7:7: model.options.freeze_backbone has moved: write model { freeze_backbone: true } "
+      "(beside name, not inside options)";
+  auto config = LoadConfigFile(path);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(config.status().message(), expected);
+  // The lenient reading for plugin_libraries, which skips unknown fields,
+  // refuses them the same way.
+  EXPECT_EQ(ReadPluginLibraries(path).status().message(), expected);
+}
+
+TEST(ConfigLoaderTest, ModelOptionsThatMovedWithoutTheTypeNameTheirNewPlace) {
+  const std::string path = WriteFile(
+      "moved/bare.textproto", "model { name: \"resnet\" options { num_classes: 10 } }\n");
+  EXPECT_EQ(std::string(LoadConfigFile(path).status().message()),
+            path + ":1:34: model.options.num_classes has moved: write model { num_classes: 10 } "
+                   "(beside name, not inside options)");
+}
+
+TEST(ConfigLoaderTest, MovedModelOptionsAreReportedWithTheOtherErrors) {
+  const std::string path =
+      WriteFile("moved/more.textproto",
+                "model { name: \"resnet\" options { "
+                "[type.googleapis.com/pipeline.testing.MovedFieldsModelOptions] { in_channels: "
+                "-1 } } }\n"
+                "trainer { epochz: 3 }\n");
+  auto config = LoadConfigFile(path);
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr(":1:99: model.options.in_channels has moved: write model { "
+                        "in_channels: -1 } (beside name, not inside options)\n"));
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr(":2:17: Message type \"pipeline.TrainerConfig\" has no field named "
+                        "\"epochz\"."));
+}
+
+TEST(ConfigLoaderTest, TheMovedFieldsBesideTheNameAndAPluginsOwnFieldsLoad) {
+  const std::string path = WriteFile("moved/new.textproto", R"pb(
+    model {
+      name: "resnet"
+      num_classes: 10
+      weights: "x.pt"
+      freeze_backbone: true
+      options {
+        [type.googleapis.com/pipeline.testing.MovedFieldsModelOptions] { depth: 50 }
+      }
+    }
+    train_data {
+      dataset {
+        name: "own"
+        options {
+          [type.googleapis.com/pipeline.testing.OwnClassesModelOptions] { num_classes: 3 }
+        }
+      }
+    }
+  )pb");
+  auto config = LoadConfigFile(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->model().weights(), "x.pt");
+  EXPECT_TRUE(config->model().freeze_backbone());
+  EXPECT_EQ(config->model().num_classes(), 10);
+
+  // A model plugin whose options declare a field of that name keeps it.
+  const std::string own = WriteFile("moved/own.textproto", R"pb(
+    model {
+      name: "own"
+      options {
+        [type.googleapis.com/pipeline.testing.OwnClassesModelOptions] { num_classes: 3 }
+      }
+    }
+  )pb");
+  auto own_config = LoadConfigFile(own);
+  ASSERT_TRUE(own_config.ok()) << own_config.status();
+  testing::OwnClassesModelOptions options;
+  ASSERT_TRUE(own_config->model().options().UnpackTo(&options));
+  EXPECT_EQ(options.num_classes(), 3);
+}
+
+TEST(ConfigLoaderTest, OverridingAMovedModelOptionNamesItsNewPlace) {
+  PipelineConfig config;
+  config.mutable_model()->set_name("resnet");
+  testing::MovedFieldsModelOptions prototype;
+  auto lookup = [&](const std::string&, const std::string&) -> const google::protobuf::Message* {
+    return &prototype;
+  };
+  EXPECT_EQ(ApplyOverride("model.options.weights=x.pt", lookup, &config).message(),
+            "--set model.options.weights=x.pt: model.options.weights has moved: write model { "
+            "weights: x.pt } (beside name, not inside options); --set model.weights=x.pt");
+  ASSERT_TRUE(ApplyOverride("model.weights=x.pt", lookup, &config).ok());
+  EXPECT_EQ(config.model().weights(), "x.pt");
 }
 
 TEST(ConfigLoaderTest, ImportsMergeWithOverridesAndListReplacement) {

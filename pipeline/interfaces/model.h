@@ -2,7 +2,6 @@
 #define PIPELINE_INTERFACES_MODEL_H_
 
 #include <cstdint>
-#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -27,18 +26,16 @@ class Model : public torch::nn::Module {
   virtual std::vector<std::string> head_prefixes() const { return {}; }
 };
 
+// What a model plugin's factory is built for, resolved once for every model
+// by BuildModel (pipeline/weights/build_model.h) from the config's
+// model.num_classes / model.in_channels or, where those are 0, the training
+// data. Both are positive there; the plugin need not check or resolve them,
+// and it neither loads weights nor freezes anything (BuildModel does both).
 struct ModelContext {
-  // Classes in the training data and channels of a transformed training
-  // sample: used when the model's options leave them at 0.
+  // Outputs of the classifier head.
   int64_t num_classes = 0;
+  // Channels of the input images.
   int64_t input_channels = 0;
-  // Whether the model loads the file its `weights` option names. Off where
-  // the caller restores the weights itself (predict, export from a
-  // checkpoint), so the original file need not exist any more.
-  bool load_weights = true;
-  // Where loading pretrained weights says what it skipped and froze; none
-  // if null.
-  std::ostream* log = nullptr;
 };
 
 template <>

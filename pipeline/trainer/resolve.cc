@@ -17,6 +17,7 @@
 #include "pipeline/interfaces/schedule.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/interfaces/transform.h"
+#include "pipeline/weights/build_model.h"
 
 namespace pipeline {
 namespace {
@@ -202,6 +203,9 @@ absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
                                   absl::StrJoin(Registry<Model>::Global().Names(), ", ")));
   } else {
     ResolvePlugin<Model>("model", resolved.mutable_model(), errors);
+    if (absl::Status status = ValidateModelConfig(resolved.model()); !status.ok()) {
+      errors.push_back(std::string(status.message()));
+    }
   }
   if (!resolved.has_train_data()) {
     errors.push_back("train_data: missing; a run needs training data (train_data { dataset { ... } })");

@@ -85,7 +85,7 @@ absl::Status BuildData(const PipelineConfig& config, TrainRun& run) {
 
 // The model for the data, from the checkpoint's weights when resuming,
 // prepared by the strategy (replicas are built from it).
-absl::Status BuildModel(const PipelineConfig& config, std::ostream* log, TrainRun& run) {
+absl::Status PrepareModel(const PipelineConfig& config, std::ostream* log, TrainRun& run) {
   // A transformed training sample tells the model its input channels.
   auto first = run.train.loader->FirstSample(0);
   if (!first.ok()) {
@@ -115,7 +115,7 @@ absl::Status BuildModel(const PipelineConfig& config, std::ostream* log, TrainRu
   replica_inputs.log = nullptr;
   const ModelConfig model_config = config.model();
   return run.strategy->Prepare(*run.model, [model_config, replica_inputs] {
-    return pipeline::BuildModel(model_config, replica_inputs);
+    return BuildModel(model_config, replica_inputs);
   });
 }
 
@@ -238,7 +238,7 @@ absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& config, const RunOptions
         " but other ranks from another; every rank must see the same output_dir (",
         config.output_dir(), ") to resume"));
   }
-  RETURN_IF_ERROR(BuildModel(config, log, run));
+  RETURN_IF_ERROR(PrepareModel(config, log, run));
   RETURN_IF_ERROR(BuildOptimization(config, run));
   RETURN_IF_ERROR(BuildObjective(config, run));
   RETURN_IF_ERROR(CountSteps(config, run));

@@ -5,6 +5,7 @@
 #include <iosfwd>
 #include <memory>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pipeline/config/pipeline.pb.h"
 #include "pipeline/interfaces/model.h"
@@ -29,8 +30,21 @@ struct ModelInputs {
 // ModelConfig): the plugin built for the resolved number of classes and
 // input channels, then config.weights loaded and, under freeze_backbone,
 // every parameter outside the plugin's head_prefixes() frozen.
+//
+// num_classes and in_channels are the config's where set (> 0), else the
+// data's; either still not positive is an error naming model.num_classes
+// or model.in_channels. The plugin's factory gets both resolved in its
+// ModelContext and never sees weights or freeze_backbone.
 absl::StatusOr<std::unique_ptr<Model>> BuildModel(const ModelConfig& config,
                                                   const ModelInputs& inputs);
+
+// Checks the fields every model takes, without building anything or
+// reading a file, so a config can be refused before a run starts: negative
+// counts, freeze_backbone without weights. Every problem is reported, one a
+// line, each naming its field ("model.freeze_backbone: ..."). The plugin's
+// own options are the registry's to check (Registry<Model>::Validate).
+// BuildModel runs it too.
+absl::Status ValidateModelConfig(const ModelConfig& config);
 
 }  // namespace pipeline
 

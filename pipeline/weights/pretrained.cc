@@ -164,30 +164,4 @@ std::vector<torch::Tensor> TrainableParameters(Model& model) {
   return trainable;
 }
 
-absl::StatusOr<std::unique_ptr<Model>> WithPretrainedWeights(std::unique_ptr<Model> model,
-                                                             const std::string& weights,
-                                                             bool freeze_backbone,
-                                                             const ModelContext& context) {
-  if (!context.load_weights) return model;
-  if (!weights.empty()) {
-    auto tensors = ReadStateDict(weights);
-    if (!tensors.ok()) {
-      return absl::Status(tensors.status().code(),
-                          absl::StrCat("weights: ", tensors.status().message()));
-    }
-    RETURN_IF_ERROR(LoadStateDict(*model, *tensors, weights, context.log));
-  }
-  if (freeze_backbone) RETURN_IF_ERROR(FreezeBackbone(*model, context.log));
-  return model;
-}
-
-absl::Status ValidatePretrainedOptions(const std::string& weights, bool freeze_backbone) {
-  if (freeze_backbone && weights.empty()) {
-    return absl::InvalidArgumentError(
-        "freeze_backbone: true needs weights: a backbone frozen at its random initialisation "
-        "would never learn; set weights to a state dict file or drop freeze_backbone");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace pipeline

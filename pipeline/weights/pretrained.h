@@ -1,15 +1,15 @@
 #ifndef PIPELINE_WEIGHTS_PRETRAINED_H_
 #define PIPELINE_WEIGHTS_PRETRAINED_H_
 
-// Starting a model from saved weights (the `weights` and `freeze_backbone`
-// options every model plugin has), shared by all of them.
+// Starting a model from saved weights: the pieces BuildModel
+// (build_model.h) applies for model.weights and model.freeze_backbone, and
+// that restoring a checkpoint and resuming a run reuse.
 
 #include <iosfwd>
 #include <memory>
 #include <string>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/weights/state_dict_reader.h"
 
@@ -38,17 +38,6 @@ absl::Status FreezeBackbone(Model& model, std::ostream* log);
 
 // The parameters the optimizer should update: those that require gradients.
 std::vector<torch::Tensor> TrainableParameters(Model& model);
-
-// What each model plugin's factory returns: `model` with the weights of
-// `weights` (if not empty, and if context.load_weights) and its backbone
-// frozen if `freeze_backbone`.
-absl::StatusOr<std::unique_ptr<Model>> WithPretrainedWeights(std::unique_ptr<Model> model,
-                                                             const std::string& weights,
-                                                             bool freeze_backbone,
-                                                             const ModelContext& context);
-
-// For the plugins' options validators: freeze_backbone needs weights.
-absl::Status ValidatePretrainedOptions(const std::string& weights, bool freeze_backbone);
 
 }  // namespace pipeline
 

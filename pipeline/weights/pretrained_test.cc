@@ -15,7 +15,6 @@
 namespace pipeline {
 namespace {
 
-using ::testing::HasSubstr;
 
 // A backbone (a convolution and a BatchNorm) and a head, named like a
 // torchvision model.
@@ -164,29 +163,6 @@ TEST(FreezeBackboneTest, AModelWithoutAHeadCannotFreeze) {
   } model;
   EXPECT_EQ(FreezeBackbone(model, nullptr).message(),
             "freeze_backbone: this model names no classifier head");
-}
-
-TEST(WithPretrainedWeightsTest, SkipsTheFileWhenTheCallerLoadsItsOwn) {
-  ModelContext context;
-  context.load_weights = false;
-  auto model = WithPretrainedWeights(std::make_unique<TinyNet>(3), "gone.pt",
-                                     /*freeze_backbone=*/true, context);
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(TrainableParameters(**model).size(), 6u);
-}
-
-TEST(WithPretrainedWeightsTest, NamesTheOptionAndTheFile) {
-  auto model = WithPretrainedWeights(std::make_unique<TinyNet>(3), "gone.pt",
-                                     /*freeze_backbone=*/false, ModelContext{});
-  ASSERT_FALSE(model.ok());
-  EXPECT_EQ(model.status().message(), "weights: gone.pt: cannot open the file");
-}
-
-TEST(ValidatePretrainedOptionsTest, FreezingNeedsWeights) {
-  EXPECT_TRUE(ValidatePretrainedOptions("", false).ok());
-  EXPECT_TRUE(ValidatePretrainedOptions("w.pt", true).ok());
-  EXPECT_THAT(ValidatePretrainedOptions("", true).message(),
-              HasSubstr("freeze_backbone: true needs weights"));
 }
 
 }  // namespace

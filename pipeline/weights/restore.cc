@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/config/config_loader.h"
 #include "pipeline/util/status_macros.h"
+#include "pipeline/weights/build_model.h"
 #include "pipeline/weights/pretrained.h"
 
 namespace pipeline {
@@ -16,21 +17,21 @@ absl::StatusOr<RestoredModel> RestoreModel(const std::string& checkpoint_path) {
       !status.ok()) {
     return status;
   }
-  // The context stands in for the training data the model was built from:
+  // The inputs stand in for the training data the model was built from:
   // its classes are the checkpoint's, and its input channels those of the
   // stem, the first convolution (every model plugin starts with one).
-  ModelContext context;
-  context.num_classes = static_cast<int64_t>(checkpoint.contents.class_names.size());
+  ModelInputs inputs;
+  inputs.data_classes = static_cast<int64_t>(checkpoint.contents.class_names.size());
   for (const auto& [name, tensor] : checkpoint.model) {
     if (tensor.dim() == 4) {
-      context.input_channels = tensor.size(1);
+      inputs.data_channels = tensor.size(1);
       break;
     }
   }
   // The weights come from the checkpoint; a `weights` file the run started
   // from is neither needed nor read.
-  context.load_weights = false;
-  auto model = Registry<Model>::Global().Create(restored.config.model(), context);
+  inputs.load_weights = false;
+  auto model = BuildModel(restored.config.model(), inputs);
   if (!model.ok()) {
     return absl::Status(model.status().code(),
                         absl::StrCat(checkpoint_path, ": building the model of its config: ",

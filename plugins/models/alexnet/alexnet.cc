@@ -21,7 +21,6 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/alexnet/alexnet.pb.h"
 #include "torch/nn/modules/activation.h"
 #include "torch/nn/modules/container/sequential.h"
@@ -80,27 +79,12 @@ class AlexNet : public Model {
 };
 
 absl::Status ValidateAlexNetOptions(const AlexNetOptions& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
-      !status.ok()) {
-    return status;
-  }
   return ValidateDropout(options.dropout());
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateAlexNet(const AlexNetOptions& options,
                                                      const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
-  return WithPretrainedWeights(
-      std::make_unique<AlexNet>(shape->num_classes, shape->in_channels, options.dropout()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<AlexNet>(context.num_classes, context.input_channels, options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "alexnet", AlexNetOptions,

@@ -13,7 +13,7 @@ namespace pipeline {
 namespace {
 
 absl::StatusOr<std::unique_ptr<Model>> MakeAlexNet(const std::string& options,
-                                                   const ModelContext& context = {}) {
+                                                   const ModelContext& context) {
   return testing::CreatePlugin<Model>(
       absl::StrCat("name: \"alexnet\" options { [type.googleapis.com/pipeline.AlexNetOptions] { ",
                    options, " } }"),
@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<Model>> MakeAlexNet(const std::string& options,
 using testing::ParameterShape;
 
 TEST(AlexNetTest, StateDictMatchesTorchvision) {
-  auto model = MakeAlexNet("num_classes: 1000 in_channels: 3");
+  auto model = MakeAlexNet("", ModelContext{1000, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(testing::StateDictMatchesFixture(
       **model, "plugins/models/alexnet/testdata/torchvision_alexnet_state_dict.txt"));
@@ -34,14 +34,6 @@ TEST(AlexNetTest, TakesClassesAndChannelsFromTheContext) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(ParameterShape(**model, "classifier.6.weight"), (std::vector<int64_t>{2, 4096}));
   EXPECT_EQ(ParameterShape(**model, "features.0.weight"), (std::vector<int64_t>{64, 3, 11, 11}));
-}
-
-TEST(AlexNetTest, OptionsOverrideTheContext) {
-  auto model = MakeAlexNet("num_classes: 5 in_channels: 1",
-                           ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "classifier.6.weight"), (std::vector<int64_t>{5, 4096}));
-  EXPECT_EQ(ParameterShape(**model, "features.0.weight"), (std::vector<int64_t>{64, 1, 11, 11}));
 }
 
 TEST(AlexNetTest, ForwardGivesOneLogitPerClassAtTheSmallestInput) {
@@ -63,15 +55,6 @@ TEST(AlexNetTest, DropoutIsActiveOnlyInTraining) {
   EXPECT_FALSE((*model)->forward(images).equal((*model)->forward(images)));
 }
 
-TEST(AlexNetTest, RejectsNegativeCounts) {
-  EXPECT_EQ(MakeAlexNet("num_classes: -1", ModelContext{10, 3}).status().message(),
-            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
-            "classes");
-  EXPECT_EQ(MakeAlexNet("in_channels: -3", ModelContext{10, 3}).status().message(),
-            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
-            "channels");
-}
-
 TEST(AlexNetTest, RejectsADropoutThatIsNotAProbability) {
   auto model = MakeAlexNet("dropout: 1", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
@@ -79,20 +62,6 @@ TEST(AlexNetTest, RejectsADropoutThatIsNotAProbability) {
             "options: dropout: 1 is not a probability in [0, 1); set 0 to disable dropout");
   EXPECT_EQ(MakeAlexNet("dropout: -0.25", ModelContext{10, 3}).status().message(),
             "options: dropout: -0.25 is not a probability in [0, 1); set 0 to disable dropout");
-}
-
-TEST(AlexNetTest, NeedsClassesAndChannelsFromOptionsOrContext) {
-  auto no_classes = MakeAlexNet("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
-  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_classes.status().message(),
-            "model \"alexnet\": num_classes: 0 takes the training data's class count, but it "
-            "gives none; set num_classes");
-
-  auto no_channels = MakeAlexNet("num_classes: 10", ModelContext{});
-  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_channels.status().message(),
-            "model \"alexnet\": in_channels: 0 takes the training samples' channel count, but "
-            "they give none; set in_channels");
 }
 
 }  // namespace

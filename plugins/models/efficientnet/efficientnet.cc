@@ -33,8 +33,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/efficientnet/efficientnet.pb.h"
 #include "torch/nn/init.h"
@@ -282,11 +280,6 @@ class EfficientNet : public Model {
 };
 
 absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
   if (FindScaling(options.variant()) == nullptr) {
     std::vector<std::string> variants;
     for (const Scaling& scaling : kScalings) {
@@ -295,11 +288,6 @@ absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("variant: ", EfficientNetOptions::Variant_Name(options.variant()),
                      " is not built yet; choose ", absl::StrJoin(variants, ", ")));
-  }
-  if (absl::Status status =
-          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
-      !status.ok()) {
-    return status;
   }
   if (!(options.dropout() >= 0 && options.dropout() <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -315,15 +303,10 @@ absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateEfficientNet(const EfficientNetOptions& options,
                                                           const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
   const Scaling& scaling = *FindScaling(options.variant());
-  return WithPretrainedWeights(
-      std::make_unique<EfficientNet>(scaling, shape->num_classes, shape->in_channels,
-                                     options.has_dropout() ? options.dropout() : scaling.dropout,
-                                     options.stochastic_depth_prob()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<EfficientNet>(scaling, context.num_classes, context.input_channels,
+                                        options.has_dropout() ? options.dropout() : scaling.dropout,
+                                        options.stochastic_depth_prob());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "efficientnet", EfficientNetOptions,

@@ -20,7 +20,7 @@ namespace {
 constexpr char kTestdata[] = "plugins/models/efficientnet/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeEfficientNet(const std::string& options,
-                                                        const ModelContext& context = {}) {
+                                                        const ModelContext& context) {
   return testing::CreatePlugin<Model>(
       absl::StrCat("name: \"efficientnet\" options { "
                    "[type.googleapis.com/pipeline.EfficientNetOptions] { ",
@@ -34,14 +34,14 @@ using testing::ParameterShape;
 using testing::ReadLogits;
 
 TEST(EfficientNetTest, StateDictMatchesTorchvision) {
-  auto model = MakeEfficientNet("variant: B0 num_classes: 1000 in_channels: 3");
+  auto model = MakeEfficientNet("variant: B0", ModelContext{1000, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(testing::StateDictMatchesFixture(
       **model, absl::StrCat(kTestdata, "torchvision_efficientnet_b0_state_dict.txt")));
 }
 
 TEST(EfficientNetTest, LogitsMatchTorchvisionForTheSameWeights) {
-  auto model = MakeEfficientNet("variant: B0 num_classes: 10 in_channels: 3");
+  auto model = MakeEfficientNet("variant: B0", ModelContext{10, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   FillDeterministically(**model);
   (*model)->eval();
@@ -65,14 +65,6 @@ TEST(EfficientNetTest, TakesClassesAndChannelsFromTheContext) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{2, 1280}));
   EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 3, 3, 3}));
-}
-
-TEST(EfficientNetTest, OptionsOverrideTheContext) {
-  auto model = MakeEfficientNet("num_classes: 5 in_channels: 1",
-                                ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{5, 1280}));
-  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 1, 3, 3}));
 }
 
 TEST(EfficientNetTest, ForwardGivesOneLogitPerClass) {
@@ -130,15 +122,6 @@ TEST(EfficientNetTest, DropoutActsInTrainingOnly) {
   EXPECT_FALSE((*model)->forward(input).eq(0).all().item<bool>());
 }
 
-TEST(EfficientNetTest, RejectsNegativeCounts) {
-  EXPECT_EQ(MakeEfficientNet("num_classes: -1", ModelContext{10, 3}).status().message(),
-            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
-            "classes");
-  EXPECT_EQ(MakeEfficientNet("in_channels: -3", ModelContext{10, 3}).status().message(),
-            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
-            "channels");
-}
-
 TEST(EfficientNetTest, RejectsProbabilitiesOutsideZeroToOne) {
   auto dropout = MakeEfficientNet("dropout: 1.5", ModelContext{10, 3});
   EXPECT_EQ(dropout.status().code(), absl::StatusCode::kInvalidArgument);
@@ -149,20 +132,6 @@ TEST(EfficientNetTest, RejectsProbabilitiesOutsideZeroToOne) {
   EXPECT_EQ(depth.status().message(),
             "options: stochastic_depth_prob: -0.2 is not a probability; choose a value from 0 "
             "to 1");
-}
-
-TEST(EfficientNetTest, NeedsClassesAndChannelsFromOptionsOrContext) {
-  auto no_classes = MakeEfficientNet("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
-  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_classes.status().message(),
-            "model \"efficientnet\": num_classes: 0 takes the training data's class count, but "
-            "it gives none; set num_classes");
-
-  auto no_channels = MakeEfficientNet("num_classes: 10", ModelContext{});
-  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_channels.status().message(),
-            "model \"efficientnet\": in_channels: 0 takes the training samples' channel count, "
-            "but they give none; set in_channels");
 }
 
 }  // namespace

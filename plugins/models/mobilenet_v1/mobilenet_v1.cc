@@ -22,7 +22,6 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v1/mobilenet_v1.pb.h"
 #include "torch/nn/init.h"
@@ -138,34 +137,19 @@ class MobileNetV1 : public Model {
 };
 
 absl::Status ValidateMobileNetV1Options(const MobileNetV1Options& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
   // Written to also reject NaN.
   if (!(options.width_multiplier() > 0 && options.width_multiplier() <= 4)) {
     return absl::InvalidArgumentError(
         absl::StrCat("width_multiplier: ", options.width_multiplier(),
                      " is not in (0, 4]; the paper uses 1, 0.75, 0.5 or 0.25"));
   }
-  if (absl::Status status =
-          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
-      !status.ok()) {
-    return status;
-  }
   return ValidateDropout(options.dropout());
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV1(const MobileNetV1Options& options,
                                                          const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
-  return WithPretrainedWeights(
-      std::make_unique<MobileNetV1>(options.width_multiplier(), shape->num_classes,
-                                    shape->in_channels, options.dropout()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<MobileNetV1>(options.width_multiplier(), context.num_classes,
+                                       context.input_channels, options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v1", MobileNetV1Options,

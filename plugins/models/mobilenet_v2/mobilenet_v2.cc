@@ -25,8 +25,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v2/mobilenet_v2.pb.h"
 #include "torch/nn/init.h"
@@ -134,16 +132,6 @@ class MobileNetV2 : public Model {
 };
 
 absl::Status ValidateMobileNetV2Options(const MobileNetV2Options& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
-      !status.ok()) {
-    return status;
-  }
   if (!(options.width_multiplier() > 0) || !std::isfinite(options.width_multiplier())) {
     return absl::InvalidArgumentError(
         absl::StrCat("width_multiplier: ", options.width_multiplier(),
@@ -158,13 +146,8 @@ absl::Status ValidateMobileNetV2Options(const MobileNetV2Options& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV2(const MobileNetV2Options& options,
                                                          const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
-  return WithPretrainedWeights(
-      std::make_unique<MobileNetV2>(shape->num_classes, shape->in_channels,
-                                    options.width_multiplier(), options.dropout()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<MobileNetV2>(context.num_classes, context.input_channels,
+                                       options.width_multiplier(), options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v2", MobileNetV2Options,

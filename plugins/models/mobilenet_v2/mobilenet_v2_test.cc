@@ -21,7 +21,7 @@ namespace {
 constexpr char kTestdata[] = "plugins/models/mobilenet_v2/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV2(const std::string& options,
-                                                       const ModelContext& context = {}) {
+                                                       const ModelContext& context) {
   return testing::CreatePlugin<Model>(
       absl::StrCat("name: \"mobilenet_v2\" options { "
                    "[type.googleapis.com/pipeline.MobileNetV2Options] { ",
@@ -35,7 +35,7 @@ using testing::ParameterShape;
 using testing::ReadLogits;
 
 TEST(MobileNetV2Test, StateDictMatchesTorchvision) {
-  auto model = MakeMobileNetV2("num_classes: 1000 in_channels: 3");
+  auto model = MakeMobileNetV2("", ModelContext{1000, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(testing::StateDictMatchesFixture(
       **model, absl::StrCat(kTestdata, "torchvision_mobilenet_v2_state_dict.txt")));
@@ -52,7 +52,7 @@ void PrintTo(const ParityCase& parity_case, std::ostream* out) { *out << parity_
 class MobileNetV2ParityTest : public ::testing::TestWithParam<ParityCase> {};
 
 TEST_P(MobileNetV2ParityTest, LogitsMatchTorchvisionForTheSameWeights) {
-  auto model = MakeMobileNetV2(absl::StrCat("num_classes: 10 in_channels: 3 ", GetParam().options));
+  auto model = MakeMobileNetV2(GetParam().options, ModelContext{10, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   FillDeterministically(**model);
   (*model)->eval();
@@ -84,14 +84,6 @@ TEST(MobileNetV2Test, TakesClassesAndChannelsFromTheContext) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{2, 1280}));
   EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 3, 3, 3}));
-}
-
-TEST(MobileNetV2Test, OptionsOverrideTheContext) {
-  auto model = MakeMobileNetV2("num_classes: 5 in_channels: 1",
-                               ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{5, 1280}));
-  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 1, 3, 3}));
 }
 
 TEST(MobileNetV2Test, ForwardGivesOneLogitPerClass) {
@@ -155,15 +147,6 @@ TEST(MobileNetV2Test, DropoutActsInTrainingOnly) {
   EXPECT_FALSE((*model)->forward(input).eq(0).all().item<bool>());
 }
 
-TEST(MobileNetV2Test, RejectsNegativeCounts) {
-  EXPECT_EQ(MakeMobileNetV2("num_classes: -1", ModelContext{10, 3}).status().message(),
-            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
-            "classes");
-  EXPECT_EQ(MakeMobileNetV2("in_channels: -3", ModelContext{10, 3}).status().message(),
-            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
-            "channels");
-}
-
 TEST(MobileNetV2Test, RejectsAWidthMultiplierThatIsNotPositive) {
   auto zero = MakeMobileNetV2("width_multiplier: 0", ModelContext{10, 3});
   EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
@@ -182,20 +165,6 @@ TEST(MobileNetV2Test, RejectsADropoutThatIsNotAProbability) {
             "options: dropout: 1.5 is not a probability; choose a value from 0 to 1");
   EXPECT_EQ(MakeMobileNetV2("dropout: -0.1", ModelContext{10, 3}).status().message(),
             "options: dropout: -0.1 is not a probability; choose a value from 0 to 1");
-}
-
-TEST(MobileNetV2Test, NeedsClassesAndChannelsFromOptionsOrContext) {
-  auto no_classes = MakeMobileNetV2("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
-  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_classes.status().message(),
-            "model \"mobilenet_v2\": num_classes: 0 takes the training data's class count, but "
-            "it gives none; set num_classes");
-
-  auto no_channels = MakeMobileNetV2("num_classes: 10", ModelContext{});
-  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_channels.status().message(),
-            "model \"mobilenet_v2\": in_channels: 0 takes the training samples' channel count, "
-            "but they give none; set in_channels");
 }
 
 }  // namespace

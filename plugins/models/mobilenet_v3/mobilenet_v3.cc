@@ -26,8 +26,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v3/mobilenet_v3.pb.h"
 #include "torch/nn/init.h"
@@ -220,16 +218,6 @@ class MobileNetV3 : public Model {
 };
 
 absl::Status ValidateMobileNetV3Options(const MobileNetV3Options& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
-      !status.ok()) {
-    return status;
-  }
   if (!(options.width_multiplier() > 0) || !std::isfinite(options.width_multiplier())) {
     return absl::InvalidArgumentError(
         absl::StrCat("width_multiplier: ", options.width_multiplier(),
@@ -244,14 +232,9 @@ absl::Status ValidateMobileNetV3Options(const MobileNetV3Options& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateMobileNetV3(const MobileNetV3Options& options,
                                                          const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
-  return WithPretrainedWeights(
-      std::make_unique<MobileNetV3>(ArchitectureOf(options.variant()), shape->num_classes,
-                                    shape->in_channels, options.width_multiplier(),
-                                    options.dropout()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<MobileNetV3>(ArchitectureOf(options.variant()), context.num_classes,
+                                       context.input_channels, options.width_multiplier(),
+                                       options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "mobilenet_v3", MobileNetV3Options,

@@ -22,7 +22,7 @@ namespace {
 constexpr char kTestdata[] = "plugins/models/mobilenet_v3/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV3(const std::string& options,
-                                                       const ModelContext& context = {}) {
+                                                       const ModelContext& context) {
   return testing::CreatePlugin<Model>(
       absl::StrCat("name: \"mobilenet_v3\" options { "
                    "[type.googleapis.com/pipeline.MobileNetV3Options] { ",
@@ -48,7 +48,7 @@ class MobileNetV3VariantTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(MobileNetV3VariantTest, StateDictMatchesTorchvision) {
   auto model = MakeMobileNetV3(
-      absl::StrCat("variant: ", GetParam().option, " num_classes: 1000 in_channels: 3"));
+      absl::StrCat("variant: ", GetParam().option), ModelContext{1000, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(testing::StateDictMatchesFixture(
       **model,
@@ -57,7 +57,7 @@ TEST_P(MobileNetV3VariantTest, StateDictMatchesTorchvision) {
 
 TEST_P(MobileNetV3VariantTest, LogitsMatchTorchvisionForTheSameWeights) {
   auto model = MakeMobileNetV3(
-      absl::StrCat("variant: ", GetParam().option, " num_classes: 10 in_channels: 3"));
+      absl::StrCat("variant: ", GetParam().option), ModelContext{10, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   FillDeterministically(**model);
   (*model)->eval();
@@ -106,14 +106,6 @@ TEST(MobileNetV3Test, TakesClassesAndChannelsFromTheContext) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(ParameterShape(**model, "classifier.3.weight"), (std::vector<int64_t>{2, 1024}));
   EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
-}
-
-TEST(MobileNetV3Test, OptionsOverrideTheContext) {
-  auto model = MakeMobileNetV3("num_classes: 5 in_channels: 1",
-                               ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "classifier.3.weight"), (std::vector<int64_t>{5, 1280}));
-  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{16, 1, 3, 3}));
 }
 
 TEST(MobileNetV3Test, WidthMultiplierScalesEveryLayerAndTheClassifier) {
@@ -171,15 +163,6 @@ TEST(MobileNetV3Test, DropoutActsInTrainingOnly) {
   EXPECT_FALSE((*model)->forward(input).eq(0).all().item<bool>());
 }
 
-TEST(MobileNetV3Test, RejectsNegativeCounts) {
-  EXPECT_EQ(MakeMobileNetV3("num_classes: -1", ModelContext{10, 3}).status().message(),
-            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
-            "classes");
-  EXPECT_EQ(MakeMobileNetV3("in_channels: -3", ModelContext{10, 3}).status().message(),
-            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
-            "channels");
-}
-
 TEST(MobileNetV3Test, RejectsAWidthMultiplierThatIsNotPositive) {
   auto model = MakeMobileNetV3("width_multiplier: 0", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
@@ -193,20 +176,6 @@ TEST(MobileNetV3Test, RejectsADropoutThatIsNotAProbability) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
             "options: dropout: 2 is not a probability; choose a value from 0 to 1");
-}
-
-TEST(MobileNetV3Test, NeedsClassesAndChannelsFromOptionsOrContext) {
-  auto no_classes = MakeMobileNetV3("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
-  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_classes.status().message(),
-            "model \"mobilenet_v3\": num_classes: 0 takes the training data's class count, but "
-            "it gives none; set num_classes");
-
-  auto no_channels = MakeMobileNetV3("num_classes: 10", ModelContext{});
-  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_channels.status().message(),
-            "model \"mobilenet_v3\": in_channels: 0 takes the training samples' channel count, "
-            "but they give none; set in_channels");
 }
 
 }  // namespace

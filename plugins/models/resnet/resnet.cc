@@ -22,8 +22,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/resnet/resnet.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -197,11 +195,6 @@ class ResNet : public Model {
 };
 
 absl::Status ValidateResNetOptions(const ResNetOptions& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
   if (FindArchitecture(options.depth()) == nullptr) {
     std::vector<int> depths;
     for (const Architecture& architecture : kArchitectures) depths.push_back(architecture.depth);
@@ -209,18 +202,13 @@ absl::Status ValidateResNetOptions(const ResNetOptions& options) {
         absl::StrCat("depth: ", options.depth(), " is not a ResNet depth; choose ",
                      absl::StrJoin(depths.begin(), depths.end() - 1, ", "), " or ", depths.back()));
   }
-  return ValidateClassesAndChannels(options.num_classes(), options.in_channels());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateResNet(const ResNetOptions& options,
                                                     const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
-  return WithPretrainedWeights(
-      std::make_unique<ResNet>(*FindArchitecture(options.depth()), shape->num_classes,
-                               shape->in_channels, options.zero_init_residual()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<ResNet>(*FindArchitecture(options.depth()), context.num_classes,
+                                  context.input_channels, options.zero_init_residual());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "resnet", ResNetOptions,

@@ -20,7 +20,7 @@ std::string FixturePath(const std::string& model_name) {
 }
 
 absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
-                                                  const ModelContext& context = {}) {
+                                                  const ModelContext& context) {
   return testing::CreatePlugin<Model>(
       absl::StrCat("name: \"resnet\" options { [type.googleapis.com/pipeline.ResNetOptions] { ",
                    options, " } }"),
@@ -32,7 +32,7 @@ using testing::ParameterShape;
 class ResNetDepthTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(ResNetDepthTest, StateDictMatchesTorchvision) {
-  auto model = MakeResNet(absl::StrCat("depth: ", GetParam(), " num_classes: 1000 in_channels: 3"));
+  auto model = MakeResNet(absl::StrCat("depth: ", GetParam()), ModelContext{1000, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(
       testing::StateDictMatchesFixture(**model, FixturePath(absl::StrCat("resnet", GetParam()))));
@@ -48,14 +48,6 @@ TEST(ResNetTest, TakesClassesAndChannelsFromTheContext) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(ParameterShape(**model, "fc.weight"), (std::vector<int64_t>{2, 512}));
   EXPECT_EQ(ParameterShape(**model, "conv1.weight"), (std::vector<int64_t>{64, 3, 7, 7}));
-}
-
-TEST(ResNetTest, OptionsOverrideTheContext) {
-  auto model = MakeResNet("num_classes: 5 in_channels: 1",
-                          ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "fc.weight"), (std::vector<int64_t>{5, 512}));
-  EXPECT_EQ(ParameterShape(**model, "conv1.weight"), (std::vector<int64_t>{64, 1, 7, 7}));
 }
 
 TEST(ResNetTest, ForwardGivesOneLogitPerClass) {
@@ -98,29 +90,6 @@ TEST(ResNetTest, RejectsADepthWithoutAnArchitecture) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
             "options: depth: 20 is not a ResNet depth; choose 18, 34, 50 or 101");
-}
-
-TEST(ResNetTest, RejectsNegativeCounts) {
-  EXPECT_EQ(MakeResNet("num_classes: -1", ModelContext{10, 3}).status().message(),
-            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
-            "classes");
-  EXPECT_EQ(MakeResNet("in_channels: -3", ModelContext{10, 3}).status().message(),
-            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
-            "channels");
-}
-
-TEST(ResNetTest, NeedsClassesAndChannelsFromOptionsOrContext) {
-  auto no_classes = MakeResNet("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
-  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_classes.status().message(),
-            "model \"resnet\": num_classes: 0 takes the training data's class count, but it "
-            "gives none; set num_classes");
-
-  auto no_channels = MakeResNet("num_classes: 10", ModelContext{});
-  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_channels.status().message(),
-            "model \"resnet\": in_channels: 0 takes the training samples' channel count, but "
-            "they give none; set in_channels");
 }
 
 }  // namespace

@@ -17,8 +17,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/small_cnn/small_cnn.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -89,16 +87,6 @@ class SmallCnn : public Model {
 };
 
 absl::Status ValidateSmallCnnOptions(const SmallCnnOptions& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
-  if (absl::Status status =
-          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
-      !status.ok()) {
-    return status;
-  }
   if (options.width() < 1 || options.width() > kMaxWidth) {
     return absl::InvalidArgumentError(
         absl::StrCat("width: ", options.width(), " is not a channel count from 1 to ", kMaxWidth));
@@ -112,13 +100,8 @@ absl::Status ValidateSmallCnnOptions(const SmallCnnOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Model>> CreateSmallCnn(const SmallCnnOptions& options,
                                                       const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
-  return WithPretrainedWeights(
-      std::make_unique<SmallCnn>(shape->num_classes, shape->in_channels, options.width(),
-                                 options.stages(), options.batch_norm()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<SmallCnn>(context.num_classes, context.input_channels, options.width(),
+                                    options.stages(), options.batch_norm());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "small_cnn", SmallCnnOptions,

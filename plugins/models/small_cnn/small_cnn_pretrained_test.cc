@@ -1,5 +1,5 @@
-// The `weights` and `freeze_backbone` options end to end, through the
-// registry as the trainer builds a model, against weights PyTorch saved
+// model.weights and model.freeze_backbone end to end, through BuildModel as
+// the trainer builds a model, against weights PyTorch saved
 // (tools/fixtures/small_cnn_weights.py).
 
 #include <memory>
@@ -9,8 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "google/protobuf/text_format.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/weights/build_model.h"
 #include "pipeline/weights/pretrained.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "torch/csrc/autograd/grad_mode.h"
@@ -24,17 +25,32 @@ std::string Fixture(const std::string& name) {
   return "pipeline/weights/testdata/small_cnn_" + name + ".pt";
 }
 
+// The model of `model_fields` (ModelConfig's fields beside name and
+// options), built as the trainer builds it from data with
+// `num_classes` classes of 1-channel images.
+absl::StatusOr<std::unique_ptr<Model>> BuildSmallCnn(const std::string& model_fields,
+                                                     const std::string& options,
+                                                     std::ostream* log = nullptr,
+                                                     int64_t num_classes = 3) {
+  ModelConfig config;
+  const std::string text = absl::StrCat(
+      "name: \"small_cnn\" ", model_fields,
+      " options { [type.googleapis.com/pipeline.SmallCnnOptions] { ", options, " } }");
+  if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
+    return absl::InvalidArgumentError("unparsable test config: " + text);
+  }
+  ModelInputs inputs;
+  inputs.data_classes = num_classes;
+  inputs.data_channels = 1;
+  inputs.log = log;
+  return BuildModel(config, inputs);
+}
+
 // The fixture's model: in_channels 1, width 4, stages 2, num_classes 3.
-absl::StatusOr<std::unique_ptr<Model>> MakeSmallCnn(const std::string& options,
+absl::StatusOr<std::unique_ptr<Model>> MakeSmallCnn(const std::string& model_fields,
                                                     std::ostream* log = nullptr,
                                                     int64_t num_classes = 3) {
-  ModelContext context{num_classes, /*input_channels=*/1};
-  context.log = log;
-  return testing::CreatePlugin<Model>(
-      absl::StrCat("name: \"small_cnn\" options { [type.googleapis.com/pipeline.SmallCnnOptions] "
-                   "{ width: 4 stages: 2 ",
-                   options, " } }"),
-      context);
+  return BuildSmallCnn(model_fields, "width: 4 stages: 2", log, num_classes);
 }
 
 torch::Tensor Named(const NamedTensors& tensors, const std::string& name) {
@@ -98,14 +114,11 @@ TEST(SmallCnnPretrainedTest, FreezeBackboneLeavesOnlyTheHeadTrainable) {
 }
 
 TEST(SmallCnnPretrainedTest, AnotherWidthIsAnErrorNamingTheFile) {
-  auto model = testing::CreatePlugin<Model>(
-      absl::StrCat("name: \"small_cnn\" options { [type.googleapis.com/pipeline.SmallCnnOptions] "
-                   "{ width: 8 weights: \"",
-                   Fixture("state_dict"), "\" } }"),
-      ModelContext{3, 1});
+  auto model = BuildSmallCnn(absl::StrCat("weights: \"", Fixture("state_dict"), "\""),
+                             "width: 8 stages: 2");
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(),
-              HasSubstr(absl::StrCat("model \"small_cnn\": weights: ", Fixture("state_dict"),
+              HasSubstr(absl::StrCat("model.weights: ", Fixture("state_dict"),
                                      " does not fit this model")));
   EXPECT_THAT(model.status().message(),
               HasSubstr("stages.0.conv.weight (file 4x1x3x3, model 8x1x3x3)"));
@@ -115,7 +128,8 @@ TEST(SmallCnnPretrainedTest, WrongDtypeIsAnErrorNamingTheFile) {
   auto model = MakeSmallCnn(absl::StrCat("weights: \"", Fixture("double"), "\""));
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(),
-              HasSubstr(absl::StrCat("weights: ", Fixture("double"), " does not fit this model")));
+              HasSubstr(absl::StrCat("model.weights: ", Fixture("double"),
+                                     " does not fit this model")));
   EXPECT_THAT(model.status().message(),
               HasSubstr("dtypes differ: stages.0.conv.weight (file Double, model Float)"));
 }
@@ -123,7 +137,8 @@ TEST(SmallCnnPretrainedTest, WrongDtypeIsAnErrorNamingTheFile) {
 TEST(SmallCnnPretrainedTest, FreezeBackboneWithoutWeightsIsAConfigError) {
   auto model = MakeSmallCnn("freeze_backbone: true");
   ASSERT_FALSE(model.ok());
-  EXPECT_THAT(model.status().message(), HasSubstr("options: freeze_backbone: true needs weights"));
+  EXPECT_THAT(model.status().message(),
+              HasSubstr("model.freeze_backbone: true needs model.weights"));
 }
 
 }  // namespace

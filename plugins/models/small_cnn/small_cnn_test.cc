@@ -18,7 +18,7 @@ namespace {
 using testing::StateDictEntry;
 
 absl::StatusOr<std::unique_ptr<Model>> MakeSmallCnn(const std::string& options,
-                                                    const ModelContext& context = {}) {
+                                                    const ModelContext& context) {
   return testing::CreatePlugin<Model>(
       absl::StrCat(
           "name: \"small_cnn\" options { [type.googleapis.com/pipeline.SmallCnnOptions] { ",
@@ -105,12 +105,6 @@ TEST(SmallCnnTest, TakesClassesAndChannelsFromTheContext) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(ParameterShape(**model, "fc.weight"), (std::vector<int64_t>{2, 64}));
   EXPECT_EQ(ParameterShape(**model, "stages.0.conv.weight"), (std::vector<int64_t>{32, 3, 3, 3}));
-
-  auto overridden = MakeSmallCnn("num_classes: 5 in_channels: 1", ModelContext{2, 3});
-  ASSERT_TRUE(overridden.ok()) << overridden.status();
-  EXPECT_EQ(ParameterShape(**overridden, "fc.weight"), (std::vector<int64_t>{5, 64}));
-  EXPECT_EQ(ParameterShape(**overridden, "stages.0.conv.weight"),
-            (std::vector<int64_t>{32, 1, 3, 3}));
 }
 
 TEST(SmallCnnTest, RejectsInvalidOptions) {
@@ -118,28 +112,6 @@ TEST(SmallCnnTest, RejectsInvalidOptions) {
             "options: width: 0 is not a channel count from 1 to 1024");
   EXPECT_EQ(MakeSmallCnn("stages: 7", ModelContext{10, 1}).status().message(),
             "options: stages: 7 is not a stage count from 1 to 6");
-  EXPECT_EQ(MakeSmallCnn("num_classes: -1", ModelContext{10, 1}).status().message(),
-            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
-            "classes");
-  auto bad_channels = MakeSmallCnn("in_channels: -3", ModelContext{10, 1});
-  EXPECT_EQ(bad_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(bad_channels.status().message(),
-            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
-            "channels");
-}
-
-TEST(SmallCnnTest, NeedsClassesAndChannelsFromOptionsOrContext) {
-  auto no_classes = MakeSmallCnn("", ModelContext{/*num_classes=*/0, /*input_channels=*/1});
-  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_classes.status().message(),
-            "model \"small_cnn\": num_classes: 0 takes the training data's class count, but it "
-            "gives none; set num_classes");
-
-  auto no_channels = MakeSmallCnn("num_classes: 10", ModelContext{});
-  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_channels.status().message(),
-            "model \"small_cnn\": in_channels: 0 takes the training samples' channel count, but "
-            "they give none; set in_channels");
 }
 
 }  // namespace

@@ -25,7 +25,6 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
-#include "pipeline/weights/pretrained.h"
 #include "plugins/models/vgg/vgg.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/activation.h"
@@ -131,11 +130,6 @@ class Vgg : public Model {
 };
 
 absl::Status ValidateVggOptions(const VggOptions& options) {
-  if (absl::Status status =
-          ValidatePretrainedOptions(options.weights(), options.freeze_backbone());
-      !status.ok()) {
-    return status;
-  }
   if (FindArchitecture(options.depth()) == nullptr) {
     std::vector<int> depths;
     for (const Architecture& architecture : Architectures()) depths.push_back(architecture.depth);
@@ -143,23 +137,13 @@ absl::Status ValidateVggOptions(const VggOptions& options) {
         absl::StrCat("depth: ", options.depth(), " is not a VGG depth; choose ",
                      absl::StrJoin(depths.begin(), depths.end() - 1, ", "), " or ", depths.back()));
   }
-  if (absl::Status status =
-          ValidateClassesAndChannels(options.num_classes(), options.in_channels());
-      !status.ok()) {
-    return status;
-  }
   return ValidateDropout(options.dropout());
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateVgg(const VggOptions& options,
                                                  const ModelContext& context) {
-  const absl::StatusOr<ModelShape> shape = ResolveModelShape(
-      options.num_classes(), options.in_channels(), context.num_classes, context.input_channels);
-  if (!shape.ok()) return shape.status();
-  return WithPretrainedWeights(
-      std::make_unique<Vgg>(*FindArchitecture(options.depth()), options.batch_norm(),
-                            shape->num_classes, shape->in_channels, options.dropout()),
-      options.weights(), options.freeze_backbone(), context);
+  return std::make_unique<Vgg>(*FindArchitecture(options.depth()), options.batch_norm(),
+                               context.num_classes, context.input_channels, options.dropout());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "vgg", VggOptions,

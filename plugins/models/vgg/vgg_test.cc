@@ -15,7 +15,7 @@ namespace pipeline {
 namespace {
 
 absl::StatusOr<std::unique_ptr<Model>> MakeVgg(const std::string& options,
-                                               const ModelContext& context = {}) {
+                                               const ModelContext& context) {
   return testing::CreatePlugin<Model>(
       absl::StrCat("name: \"vgg\" options { [type.googleapis.com/pipeline.VggOptions] { ", options,
                    " } }"),
@@ -29,9 +29,9 @@ class VggVariantTest : public ::testing::TestWithParam<std::tuple<int, bool>> {}
 
 TEST_P(VggVariantTest, StateDictMatchesTorchvision) {
   const auto [depth, batch_norm] = GetParam();
-  auto model =
-      MakeVgg(absl::StrCat("depth: ", depth, " batch_norm: ", batch_norm ? "true" : "false",
-                           " num_classes: 1000 in_channels: 3"));
+  auto model = MakeVgg(
+      absl::StrCat("depth: ", depth, " batch_norm: ", batch_norm ? "true" : "false"),
+      ModelContext{1000, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(testing::StateDictMatchesFixture(
       **model, absl::StrCat("plugins/models/vgg/testdata/torchvision_vgg", depth,
@@ -50,14 +50,6 @@ TEST(VggTest, TakesClassesAndChannelsFromTheContext) {
   ASSERT_TRUE(model.ok()) << model.status();
   EXPECT_EQ(ParameterShape(**model, "classifier.6.weight"), (std::vector<int64_t>{2, 4096}));
   EXPECT_EQ(ParameterShape(**model, "features.0.weight"), (std::vector<int64_t>{64, 3, 3, 3}));
-}
-
-TEST(VggTest, OptionsOverrideTheContext) {
-  auto model = MakeVgg("depth: 11 num_classes: 5 in_channels: 1",
-                       ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "classifier.6.weight"), (std::vector<int64_t>{5, 4096}));
-  EXPECT_EQ(ParameterShape(**model, "features.0.weight"), (std::vector<int64_t>{64, 1, 3, 3}));
 }
 
 TEST(VggTest, ForwardGivesOneLogitPerClassAtTheSmallestInput) {
@@ -92,34 +84,11 @@ TEST(VggTest, RejectsADepthWithoutAnArchitecture) {
             "options: depth: 12 is not a VGG depth; choose 11, 13, 16 or 19");
 }
 
-TEST(VggTest, RejectsNegativeCounts) {
-  EXPECT_EQ(MakeVgg("num_classes: -1", ModelContext{10, 3}).status().message(),
-            "options: num_classes: -1 is negative; set a count, or 0 for the training data's "
-            "classes");
-  EXPECT_EQ(MakeVgg("in_channels: -3", ModelContext{10, 3}).status().message(),
-            "options: in_channels: -3 is negative; set a count, or 0 for the training samples' "
-            "channels");
-}
-
 TEST(VggTest, RejectsADropoutThatIsNotAProbability) {
   auto model = MakeVgg("dropout: 1.5", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
             "options: dropout: 1.5 is not a probability in [0, 1); set 0 to disable dropout");
-}
-
-TEST(VggTest, NeedsClassesAndChannelsFromOptionsOrContext) {
-  auto no_classes = MakeVgg("", ModelContext{/*num_classes=*/0, /*input_channels=*/3});
-  EXPECT_EQ(no_classes.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_classes.status().message(),
-            "model \"vgg\": num_classes: 0 takes the training data's class count, but it "
-            "gives none; set num_classes");
-
-  auto no_channels = MakeVgg("num_classes: 10", ModelContext{});
-  EXPECT_EQ(no_channels.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(no_channels.status().message(),
-            "model \"vgg\": in_channels: 0 takes the training samples' channel count, but "
-            "they give none; set in_channels");
 }
 
 }  // namespace
