@@ -24,8 +24,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/command.h"
-#include "plugins/datasets/image_folder/image_codec.h"
-#include "plugins/datasets/image_folder/libpng_writer.h"
+#include "pipeline/image/image_codec.h"
+#include "pipeline/image/libpng_writer.h"
 
 namespace pipeline {
 namespace {

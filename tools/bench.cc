@@ -73,6 +73,7 @@
 #include "pipeline/metrics/multiply_adds.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/resolve.h"
+#include "pipeline/weights/build_model.h"
 #include "torch/csrc/autograd/grad_mode.h"
 #include "torch/optim/sgd.h"
 #include "tools/jpeg_corpus.h"
@@ -154,7 +155,7 @@ ComputeResult ComputeCeiling(const PipelineConfig& config, int64_t height, int64
                              int64_t channels, int64_t classes, int batch_size,
                              bool channels_last = false, bool bf16 = false) {
   at::set_num_threads(config.trainer().threads());
-  auto model = OrDie(Registry<Model>::Global().Create(config.model(), {classes, channels}));
+  auto model = OrDie(BuildModel(config.model(), {classes, channels}));
   model->train();
   const auto format = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
   if (channels_last) {

@@ -8,9 +8,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/image/image_codec.h"
+#include "pipeline/image/image_ops.h"
 #include "pipeline/interfaces/image.h"
-#include "plugins/datasets/image_folder/image_codec.h"
-#include "plugins/transforms/image_ops/image_ops.h"
 
 namespace pipeline {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/image.h"
-#include "plugins/datasets/image_folder/image_codec.h"
 
 namespace pipeline {
 namespace {

@@ -6,11 +6,12 @@
 // Everything comes from the checkpoint: the model (its config's model
 // plugin), the weights, the class names, and the preprocessing — the
 // validation transforms of its config (without validation data, the
-// training transforms minus the random_* ones). Images are decoded as the
-// config's image_folder dataset decodes them (JPEG or PNG, by content) and
-// run in batches. A folder is searched recursively for .jpg/.jpeg/.png
-// files; where an image's folder is named after a class (the ImageFolder
-// layout), the summary line gives the accuracy over those images.
+// training transforms minus those that declare themselves training_only),
+// and the reading of files: the config's own dataset reads the files and
+// folders named (DatasetContext::inference), as it read its data in
+// training, and says which images a folder holds and which class an image
+// belongs to where it can tell. Images run in batches; for those whose class
+// is known, the summary line gives the accuracy.
 //
 // Output, one line per image: text "path: class (probability), ..." or,
 // with --output=csv, "path,predicted,probability,top2,probability2,...".
@@ -22,31 +23,26 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ATen/Parallel.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gflags/gflags.h"
 #include "pipeline/data/loader.h"
+#include "pipeline/interfaces/dataset.h"
 #include "pipeline/interfaces/random.h"
 #include "pipeline/interfaces/transform.h"
+#include "pipeline/registry/registry.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "pipeline/weights/restore.h"
-#include "plugins/datasets/image_folder/image_codec.h"
-#include "plugins/datasets/image_folder/image_folder.pb.h"
 #include "torch/csrc/autograd/grad_mode.h"
 
 DEFINE_string(checkpoint, "", "A checkpoint written by train (checkpoint_epoch_N.pt)");
@@ -58,45 +54,9 @@ DEFINE_int32(threads, 0, "Compute threads; 0 = one per core");
 namespace pipeline {
 namespace {
 
-namespace fs = std::filesystem;
-
 int Fail(const absl::Status& status) {
   std::cerr << "error: " << status.message() << "\n";
   return 2;
-}
-
-bool IsImageFile(const fs::path& path) {
-  const std::string extension = absl::AsciiStrToLower(path.extension().string());
-  return extension == ".jpg" || extension == ".jpeg" || extension == ".png";
-}
-
-// Files named on the command line as they are; folders searched for images,
-// in sorted order so runs are comparable.
-std::vector<std::string> CollectImages(const std::vector<std::string>& arguments,
-                                       std::vector<std::string>* errors) {
-  std::vector<std::string> images;
-  for (const std::string& argument : arguments) {
-    std::error_code error;
-    if (fs::is_directory(argument, error)) {
-      std::vector<std::string> found;
-      for (fs::recursive_directory_iterator it(argument, error), end; !error && it != end;
-           it.increment(error)) {
-        if (it->is_regular_file(error) && IsImageFile(it->path())) {
-          found.push_back(it->path().string());
-        }
-      }
-      if (error) errors->push_back(absl::StrCat(argument, ": ", error.message()));
-      if (found.empty())
-        errors->push_back(absl::StrCat(argument, ": holds no .jpg/.jpeg/.png files"));
-      std::sort(found.begin(), found.end());
-      images.insert(images.end(), found.begin(), found.end());
-    } else if (fs::exists(argument, error)) {
-      images.push_back(argument);
-    } else {
-      errors->push_back(absl::StrCat(argument, ": no such file or folder"));
-    }
-  }
-  return images;
 }
 
 std::string CsvField(const std::string& text) {
@@ -111,8 +71,9 @@ std::string CsvField(const std::string& text) {
 
 // How the checkpoint's run turned files into model inputs.
 struct Preprocessing {
+  PluginConfig dataset;  // reads the images
   std::vector<std::unique_ptr<Transform>> transforms;
-  DecodeOptions decode;
+  std::vector<std::string> class_names;
   int64_t channels = 0;  // what the model's stem takes
   uint64_t seed = 0;
 };
@@ -125,7 +86,9 @@ absl::StatusOr<Preprocessing> PreprocessingOf(const RestoredModel& restored) {
   for (int i = 0; i < data.transforms_size(); ++i) {
     const PluginConfig& transform = data.transforms(i);
     // Training augmentation has no place in inference.
-    if (!validation && transform.name().rfind("random_", 0) == 0) continue;
+    if (!validation && Registry<Transform>::Global().TraitsOf(transform.name()).training_only) {
+      continue;
+    }
     auto created = Registry<Transform>::Global().Create(transform, {});
     if (!created.ok()) {
       return absl::Status(created.status().code(),
@@ -134,17 +97,13 @@ absl::StatusOr<Preprocessing> PreprocessingOf(const RestoredModel& restored) {
     }
     preprocessing.transforms.push_back(std::move(*created));
   }
-  // Decode as the run's image_folder dataset did (its `color` option).
-  if (data.dataset().name() == "image_folder") {
-    ImageFolderOptions options;
-    if (data.dataset().options().UnpackTo(&options)) {
-      switch (options.color()) {
-        case ImageFolderOptions::GRAY: preprocessing.decode.color = DecodeOptions::GRAY; break;
-        case ImageFolderOptions::RGB: preprocessing.decode.color = DecodeOptions::RGB; break;
-        default: break;
-      }
-    }
+  preprocessing.dataset = data.dataset();
+  if (!Registry<Dataset>::Global().TraitsOf(data.dataset().name()).reads_inference_input) {
+    return absl::UnimplementedError(absl::StrCat(
+        FLAGS_checkpoint, ": ", validation ? "validation" : "train", "_data.dataset: dataset \"",
+        data.dataset().name(), "\" cannot read the image files given for inference"));
   }
+  preprocessing.class_names = restored.checkpoint.contents.class_names;
   for (const auto& [name, tensor] : restored.checkpoint.model) {
     if (tensor.dim() == 4) {
       preprocessing.channels = tensor.size(1);
@@ -155,40 +114,51 @@ absl::StatusOr<Preprocessing> PreprocessingOf(const RestoredModel& restored) {
   return preprocessing;
 }
 
-absl::Status ApplyTransforms(const Preprocessing& preprocessing, int64_t index, Image& image) {
+// The checkpoint's dataset reading `path` (a file or a folder), decoding to
+// `channels` (0: as its options say).
+absl::StatusOr<std::unique_ptr<Dataset>> DatasetOver(const Preprocessing& preprocessing,
+                                                     const std::string& path, int channels) {
+  DatasetContext context;
+  context.split = "inference";
+  context.seed = preprocessing.seed;
+  context.inference = InferenceInput{{path}, preprocessing.class_names, channels};
+  return Registry<Dataset>::Global().Create(preprocessing.dataset, context);
+}
+
+// The transforms, with errors naming the file.
+absl::Status ApplyTransforms(const Preprocessing& preprocessing, const std::string& path,
+                             int64_t index, Image& image) {
   SampleRandom random(preprocessing.seed, 0, static_cast<uint64_t>(index));
   for (const auto& transform : preprocessing.transforms) {
-    if (absl::Status status = transform->Apply(image, random); !status.ok()) return status;
+    if (absl::Status status = transform->Apply(image, random); !status.ok()) {
+      return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+    }
   }
   return absl::OkStatus();
 }
 
-// Decoded and transformed, or an error naming the file.
-absl::StatusOr<Image> Load(const Preprocessing& preprocessing, const std::string& path,
-                           int64_t index) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": cannot open the file"));
-  const std::string bytes((std::istreambuf_iterator<char>(file)), {});
-  auto image = DecodeImage(bytes, path, preprocessing.decode);
-  if (!image.ok()) return image.status();
-  Image decoded = *image;
-  if (absl::Status status = ApplyTransforms(preprocessing, index, *image); !status.ok()) {
-    return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+// Sample `index` of `dataset`, read and transformed, or an error naming the
+// file. `seed_index` numbers it among all images, for random transforms.
+absl::StatusOr<Sample> Load(const Preprocessing& preprocessing, const Dataset& dataset,
+                            int64_t index, int64_t seed_index) {
+  const std::string path = dataset.SampleName(index);
+  ASSIGN_OR_RETURN(Sample sample, dataset.Get(index));
+  RETURN_IF_ERROR(ApplyTransforms(preprocessing, path, seed_index, sample.image));
+  if (sample.image.channels == preprocessing.channels || preprocessing.channels == 0) {
+    return sample;
   }
-  if (image->channels == preprocessing.channels || preprocessing.channels == 0) return image;
-  // A colour photo for a model trained on gray images, or the reverse:
-  // decode again with the model's channel count.
+  // A colour photo for a model trained on gray images, or the reverse: the
+  // dataset reads the file again, decoding to the model's channel count.
   if (preprocessing.channels == 1 || preprocessing.channels == 3) {
-    DecodeOptions forced;
-    forced.color = preprocessing.channels == 1 ? DecodeOptions::GRAY : DecodeOptions::RGB;
-    auto again = DecodeImage(bytes, path, forced);
-    if (!again.ok()) return again.status();
-    if (absl::Status status = ApplyTransforms(preprocessing, index, *again); !status.ok()) {
-      return absl::Status(status.code(), absl::StrCat(path, ": ", status.message()));
+    ASSIGN_OR_RETURN(std::unique_ptr<Dataset> file,
+                     DatasetOver(preprocessing, path, static_cast<int>(preprocessing.channels)));
+    if (file->size() == 1) {
+      ASSIGN_OR_RETURN(Sample again, file->Get(0));
+      RETURN_IF_ERROR(ApplyTransforms(preprocessing, path, seed_index, again.image));
+      if (again.image.channels == preprocessing.channels) return again;
     }
-    if (again->channels == preprocessing.channels) return again;
   }
-  return absl::InvalidArgumentError(absl::StrCat(path, ": has ", image->channels,
+  return absl::InvalidArgumentError(absl::StrCat(path, ": has ", sample.image.channels,
                                                  " channels after the transforms; the model "
                                                  "takes ",
                                                  preprocessing.channels));
@@ -197,7 +167,7 @@ absl::StatusOr<Image> Load(const Preprocessing& preprocessing, const std::string
 struct Tally {
   int64_t predicted = 0;
   int64_t failed = 0;
-  int64_t labelled = 0;  // in a folder named after a class
+  int64_t labelled = 0;  // whose class the dataset could tell
   int64_t correct = 0;
 };
 
@@ -207,8 +177,7 @@ class Predictor {
       : restored_(restored),
         csv_(csv),
         classes_(restored.checkpoint.contents.class_names),
-        top_k_(std::min<int64_t>(top_k, static_cast<int64_t>(classes_.size()))),
-        class_set_(classes_.begin(), classes_.end()) {}
+        top_k_(std::min<int64_t>(top_k, static_cast<int64_t>(classes_.size()))) {}
 
   void PrintHeader() {
     if (!csv_) return;
@@ -217,15 +186,17 @@ class Predictor {
     std::cout << "\n";
   }
 
-  // Queues one loaded image; a batch runs when full or when the next image
-  // has another size (a batch is one tensor).
-  absl::Status Add(const std::string& path, Image image) {
+  // Queues one loaded image (its label kUnknownLabel when its class is not
+  // known); a batch runs when full or when the next image has another size
+  // (a batch is one tensor).
+  absl::Status Add(const std::string& path, Sample sample) {
+    Image& image = sample.image;
     if (!pending_.empty() &&
         (image.height != pending_[0].image.height || image.width != pending_[0].image.width ||
          image.channels != pending_[0].image.channels)) {
       RETURN_IF_ERROR(Flush());
     }
-    pending_.push_back({path, std::move(image)});
+    pending_.push_back({path, std::move(image), sample.label});
     if (static_cast<int>(pending_.size()) >= FLAGS_batch_size) return Flush();
     return absl::OkStatus();
   }
@@ -260,10 +231,10 @@ class Predictor {
       std::cout << (csv_ ? CsvField(path) : path) << (csv_ ? "," : ": ")
                 << absl::StrJoin(fields, csv_ ? "," : ", ") << "\n";
       ++tally_.predicted;
-      const std::string folder = fs::path(path).parent_path().filename().string();
-      if (class_set_.count(folder)) {
+      const int64_t label = pending_[i].label;
+      if (label >= 0 && label < static_cast<int64_t>(classes_.size())) {
         ++tally_.labelled;
-        if (classes_[indices[i][0].item<int64_t>()] == folder) ++tally_.correct;
+        if (indices[i][0].item<int64_t>() == label) ++tally_.correct;
       }
     }
     pending_.clear();
@@ -276,12 +247,12 @@ class Predictor {
   struct Pending {
     std::string path;
     Image image;
+    int64_t label = kUnknownLabel;
   };
   RestoredModel& restored_;
   const bool csv_;
   const std::vector<std::string>& classes_;
   const int64_t top_k_;
-  const std::set<std::string> class_set_;
   std::vector<Pending> pending_;
   Tally tally_;
 };
@@ -321,22 +292,31 @@ int Main(int argc, char** argv) {
   auto preprocessing = PreprocessingOf(*restored);
   if (!preprocessing.ok()) return Fail(preprocessing.status());
 
-  std::vector<std::string> errors;
-  const std::vector<std::string> images =
-      CollectImages(std::vector<std::string>(argv + 1, argv + argc), &errors);
-  for (const std::string& error : errors) std::cerr << "error: " << error << "\n";
-
   Predictor predictor(*restored, FLAGS_output == "csv", FLAGS_top_k);
   predictor.PrintHeader();
   Tally& tally = predictor.tally();
-  for (size_t i = 0; i < images.size(); ++i) {
-    auto image = Load(*preprocessing, images[i], static_cast<int64_t>(i));
-    absl::Status status = image.ok() ? predictor.Add(images[i], std::move(*image)) : image.status();
-    if (!image.ok()) {
-      std::cerr << "error: " << status.message() << "\n";
-      ++tally.failed;
-    } else if (!status.ok()) {
-      return Fail(status);  // the model itself failed: no point going on
+  // One dataset per file or folder named, so that one that cannot be read
+  // (missing, no images) is reported and the others still predicted.
+  int64_t unreadable_arguments = 0;
+  int64_t seed_index = 0;
+  for (int a = 1; a < argc; ++a) {
+    auto dataset = DatasetOver(*preprocessing, argv[a], /*channels=*/0);
+    if (!dataset.ok()) {
+      std::cerr << "error: " << dataset.status().message() << "\n";
+      ++unreadable_arguments;
+      continue;
+    }
+    for (int64_t i = 0; i < (*dataset)->size(); ++i, ++seed_index) {
+      auto sample = Load(*preprocessing, **dataset, i, seed_index);
+      absl::Status status = sample.ok()
+                                ? predictor.Add((*dataset)->SampleName(i), std::move(*sample))
+                                : sample.status();
+      if (!sample.ok()) {
+        std::cerr << "error: " << status.message() << "\n";
+        ++tally.failed;
+      } else if (!status.ok()) {
+        return Fail(status);  // the model itself failed: no point going on
+      }
     }
   }
   if (absl::Status status = predictor.Flush(); !status.ok()) return Fail(status);
@@ -350,7 +330,7 @@ int Main(int argc, char** argv) {
                                               tally.labelled));
   }
   std::cerr << summary << "\n";
-  return tally.failed > 0 || !errors.empty() ? 1 : 0;
+  return tally.failed > 0 || unreadable_arguments > 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -20,16 +20,18 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "pipeline/config/config_loader.h"
+#include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/trainer/resolve.h"
 #include "pipeline/trainer/trainer.h"
+#include "pipeline/weights/build_model.h"
 #include "pipeline/weights/restore.h"
 #include "pipeline/weights/state_dict_reader.h"
-#include "plugins/datasets/image_folder/image_codec.h"
 #include "torch/csrc/autograd/grad_mode.h"
 #include "torch/optim/sgd.h"
 
@@ -59,8 +61,9 @@ Result RunCommand(const std::string& command) {
   return result;
 }
 
+// `model_fields` go beside the model's name (weights, freeze_backbone).
 std::string Config(const std::string& data, const std::string& output_dir,
-                   const std::string& model_options) {
+                   const std::string& model_fields) {
   const std::string transforms = R"pb(
       transforms { name: "to_float" }
       transforms {
@@ -70,8 +73,9 @@ std::string Config(const std::string& data, const std::string& output_dir,
   return absl::StrCat(R"pb(
     model {
       name: "small_cnn"
-      options { [type.googleapis.com/pipeline.SmallCnnOptions] { width: 8 )pb",
-                      model_options, R"pb( } }
+      options { [type.googleapis.com/pipeline.SmallCnnOptions] { width: 8 } }
+      )pb",
+                      model_fields, R"pb(
     }
     train_data {
       dataset {
@@ -260,11 +264,13 @@ TEST_F(PredictTest, ExportedWeightsReadBackAndStartAModelThatGivesTheSameLogits)
 
   auto restored = RestoreModel(checkpoint_);
   ASSERT_TRUE(restored.ok()) << restored.status();
-  auto reloaded = testing::CreatePlugin<Model>(
+  ModelConfig model;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
       absl::StrCat("name: \"small_cnn\" options { [type.googleapis.com/pipeline.SmallCnnOptions] "
-                   "{ width: 8 weights: \"",
-                   exported, "\" } }"),
-      ModelContext{4, 1});
+                   "{ width: 8 } } weights: \"",
+                   exported, "\""),
+      &model));
+  auto reloaded = BuildModel(model, {4, 1});
   ASSERT_TRUE(reloaded.ok()) << reloaded.status();
   (*reloaded)->eval();
   torch::NoGradGuard no_grad;

@@ -44,10 +44,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "pipeline/image/idx_reader.h"
+#include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/image.h"
 #include "pipeline/util/edit_distance.h"
-#include "plugins/datasets/fashion_mnist/idx_reader.h"
-#include "plugins/datasets/image_folder/image_codec.h"
 
 DEFINE_string(source, "/usr/share/datasets/fashion-mnist",
               "folder with the Fashion-MNIST idx files (train-* and t10k-*, .gz or not)");

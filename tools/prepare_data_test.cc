@@ -12,10 +12,10 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/image/idx_reader.h"
+#include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "plugins/datasets/fashion_mnist/idx_reader.h"
-#include "plugins/datasets/image_folder/image_codec.h"
 
 namespace pipeline {
 namespace {

@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "google/protobuf/descriptor.h"
 #include "absl/strings/str_cat.h"
 #include "gflags/gflags.h"
 #include "pipeline/config/config_loader.h"
+#include "pipeline/interfaces/strategy.h"
 #include "pipeline/registry/plugin_library.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/resolve.h"
@@ -152,24 +152,24 @@ int Fail(int code, const absl::Status& status) {
   return code;
 }
 
-// The nproc_per_node option of the configured strategy, or 0 for strategies
-// that run in one process. A strategy that runs one process per replica says
-// so by having this option; the launcher needs nothing else from it.
-int StrategyInt32Option(const PipelineConfig& config, const std::string& name) {
-  const google::protobuf::Message* prototype =
-      DefaultOptionsOf("strategy", config.strategy().name());
-  if (prototype == nullptr) return 0;
-  std::unique_ptr<google::protobuf::Message> options(prototype->New());
-  config.strategy().options().UnpackTo(options.get());
-  const auto* field = options->GetDescriptor()->FindFieldByName(name);
-  if (field == nullptr || field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT32) {
-    return 0;
-  }
-  return options->GetReflection()->GetInt32(*options, field);
-}
+// What the launcher needs of the configured strategy, as its StrategyTraits
+// declare: a strategy with processes_per_node runs one process per replica,
+// which train starts itself (processes > 0); one without runs here (0).
+struct StrategyLaunch {
+  int processes = 0;
+  int max_restarts = 0;
+};
 
-int ProcessesPerNode(const PipelineConfig& config) {
-  return StrategyInt32Option(config, "nproc_per_node");
+StrategyLaunch LaunchOf(const PipelineConfig& config) {
+  StrategyLaunch launch;
+  const Registry<Strategy>& strategies = Registry<Strategy>::Global();
+  const StrategyTraits& traits = strategies.TraitsOf(config.strategy().name());
+  // The config is resolved: its strategy's options unpack and validate.
+  auto options = strategies.ResolveOptions(config.strategy());
+  if (!options.ok()) return launch;
+  if (traits.processes_per_node) launch.processes = traits.processes_per_node(**options);
+  if (traits.max_restarts) launch.max_restarts = traits.max_restarts(**options);
+  return launch;
 }
 
 // Whether a launcher (this one, torchrun, srun, mpirun) already made this
@@ -282,7 +282,9 @@ int Main(int argc, char** argv) {
     std::cout << ConfigToText(*resolved);
     return 0;
   }
-  const int processes = FLAGS_nproc_per_node > 0 ? FLAGS_nproc_per_node : ProcessesPerNode(*resolved);
+  const StrategyLaunch strategy_launch = LaunchOf(*resolved);
+  const int processes =
+      FLAGS_nproc_per_node > 0 ? FLAGS_nproc_per_node : strategy_launch.processes;
   // A dry run of a multi-process strategy launches its workers too: each
   // forms the process group and checks its shard of the data, so the dry
   // run tests what the real one would do.
@@ -298,7 +300,7 @@ int Main(int argc, char** argv) {
     // Workers finishing a step and writing a checkpoint get longer before
     // the launcher kills them.
     if (resolved->checkpoint().checkpoint_on_signal()) launch.stop_grace_seconds = 120;
-    const int max_restarts = StrategyInt32Option(*resolved, "max_restarts");
+    const int max_restarts = strategy_launch.max_restarts;
     absl::Status launched = LaunchWorkers(launch);
     // A config error (exit 2) would fail the same way again, and a stop
     // signal means stop.

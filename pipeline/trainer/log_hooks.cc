@@ -91,7 +91,16 @@ absl::StatusOr<std::unique_ptr<JsonEventsHook>> JsonEventsHook::Create(
     const std::string& output_dir) {
   auto hook = std::unique_ptr<JsonEventsHook>(
       new JsonEventsHook((std::filesystem::path(output_dir) / "metrics.jsonl").string()));
+  // A start after a torn last line (a full disk, a killed run) begins a
+  // line of its own, or its first line would be lost with the fragment.
+  bool torn = false;
+  if (std::ifstream existing(hook->path_, std::ios::binary | std::ios::ate);
+      existing && existing.tellg() > 0) {
+    existing.seekg(-1, std::ios::end);
+    torn = existing.get() != '\n';
+  }
   hook->file_.open(hook->path_, std::ios::app);
+  if (torn) hook->file_ << "\n" << std::flush;
   RETURN_IF_ERROR(StreamWriteStatus(hook->file_, hook->path_));
   return hook;
 }

@@ -23,8 +23,8 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/trainer/checkpoint.h"
 #include "pipeline/weights/state_dict_reader.h"
-#include "plugins/datasets/image_folder/image_codec.h"
-#include "plugins/datasets/image_folder/libpng_writer.h"
+#include "pipeline/image/image_codec.h"
+#include "pipeline/image/libpng_writer.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
 

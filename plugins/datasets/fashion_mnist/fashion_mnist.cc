@@ -17,9 +17,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/image/idx_reader.h"
 #include "pipeline/interfaces/dataset.h"
 #include "plugins/datasets/fashion_mnist/fashion_mnist.pb.h"
-#include "plugins/datasets/fashion_mnist/idx_reader.h"
 
 namespace pipeline {
 namespace {
@@ -75,6 +75,10 @@ class FashionMnistDataset : public Dataset {
 
 absl::StatusOr<std::unique_ptr<Dataset>> CreateFashionMnist(const FashionMnistOptions& options,
                                                             const DatasetContext& context) {
+  if (context.inference) {
+    return absl::UnimplementedError(
+        "reads its own idx files only, not the image files named for inference");
+  }
   const bool train = options.has_split() ? options.split() == FashionMnistOptions::TRAIN
                                          : context.split == "train";
   const std::string prefix = train ? "train" : "t10k";

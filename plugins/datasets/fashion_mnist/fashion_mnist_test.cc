@@ -71,5 +71,14 @@ TEST(FashionMnistTest, NegativeLimitIsRejected) {
   EXPECT_EQ(dataset.status().message(), "options: limit: -1 is negative; use 0 for all samples");
 }
 
+TEST(FashionMnistTest, ReadsNoImageFilesForInference) {
+  EXPECT_FALSE(Registry<Dataset>::Global().TraitsOf("fashion_mnist").reads_inference_input);
+  DatasetContext context;
+  context.inference = InferenceInput{{"photo.jpg"}, {"a", "b"}};
+  auto dataset = testing::CreatePlugin<Dataset>(R"pb(name: "fashion_mnist")pb", context);
+  EXPECT_EQ(dataset.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(dataset.status().message(), HasSubstr("dataset \"fashion_mnist\": "));
+}
+
 }  // namespace
 }  // namespace pipeline

@@ -12,6 +12,12 @@
 // resource forks and ".ipynb_checkpoints" folders are never images or
 // classes, and including them breaks training in confusing ways.
 //
+// For inference (DatasetContext::inference, tools/predict) it reads the
+// files and folders a user names instead of `root`: a folder's images
+// recursively (the same walk, in path order), a named file as it is, each
+// decoded as `color` says; a sample in a folder named after a trained class
+// gets that class's label, any other kUnknownLabel.
+//
 //   train_data {
 //     dataset {
 //       name: "image_folder"
@@ -38,10 +44,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/util/edit_distance.h"
 #include "pipeline/util/status_macros.h"
-#include "plugins/datasets/image_folder/image_codec.h"
 #include "plugins/datasets/image_folder/image_folder.pb.h"
 
 namespace pipeline {
@@ -278,6 +284,10 @@ class ImageFolderDataset : public Dataset {
 
   const std::vector<std::string>& class_names() const override { return class_names_; }
 
+  std::string SampleName(int64_t index) const override {
+    return index >= 0 && index < size() ? paths_[index] : Dataset::SampleName(index);
+  }
+
  private:
   absl::Status CheckIndex(int64_t index) const {
     if (index < 0 || index >= size()) {
@@ -353,8 +363,55 @@ DecodeOptions::Color ToDecodeColor(ImageFolderOptions::Color color) {
   return DecodeOptions::KEEP;
 }
 
+// The dataset of inference: the images `input` names, labelled by their
+// folder's name where it is one of the trained classes.
+absl::StatusOr<std::unique_ptr<Dataset>> CreateForInference(const ImageFolderOptions& options,
+                                                            const InferenceInput& input) {
+  DecodeOptions decode{ToDecodeColor(options.color())};
+  switch (input.channels) {
+    case 0: break;
+    case 1: decode.color = DecodeOptions::GRAY; break;
+    case 3: decode.color = DecodeOptions::RGB; break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("inference channels: ", input.channels, "; decodes to 1 or 3 channels"));
+  }
+  std::vector<std::string> paths;
+  for (const std::string& path : input.paths) {
+    std::error_code error;
+    if (fs::is_directory(path, error)) {
+      std::vector<std::string> found;
+      std::vector<int64_t> unused_labels;
+      RETURN_IF_ERROR(CollectImages(path, path, 0, /*canonical_root=*/{}, &found, &unused_labels));
+      if (found.empty()) {
+        return absl::NotFoundError(absl::StrCat(path, ": holds no .jpg/.jpeg/.png files"));
+      }
+      // In path order, so runs on the same tree are comparable line by line.
+      std::sort(found.begin(), found.end());
+      paths.insert(paths.end(), found.begin(), found.end());
+    } else if (fs::exists(path, error)) {
+      paths.push_back(path);  // decoded by its content, whatever its name
+    } else {
+      return absl::NotFoundError(absl::StrCat(path, ": no such file or folder"));
+    }
+  }
+  std::map<std::string, int64_t> label_of;
+  for (size_t label = 0; label < input.class_names.size(); ++label) {
+    label_of.emplace(input.class_names[label], static_cast<int64_t>(label));
+  }
+  std::vector<int64_t> labels;
+  for (const std::string& path : paths) {
+    auto it = label_of.find(fs::path(path).parent_path().filename().string());
+    labels.push_back(it == label_of.end() ? kUnknownLabel : it->second);
+  }
+  // Each image is read once: nothing to keep.
+  return std::make_unique<ImageFolderDataset>(std::move(paths), std::move(labels),
+                                              input.class_names, decode, /*cache_bytes=*/0);
+}
+
 absl::StatusOr<std::unique_ptr<Dataset>> CreateImageFolder(const ImageFolderOptions& options,
                                                            const DatasetContext& context) {
+  if (context.inference) return CreateForInference(options, *context.inference);
   const std::string& shown_root = options.root();
   const fs::path root = ResolveRoot(shown_root);
   std::error_code error;
@@ -460,6 +517,7 @@ PIPELINE_REGISTER_PLUGIN(Dataset, "image_folder", ImageFolderOptions,
                          "torchvision ImageFolder: <root>/<class>/**/*.{jpg,jpeg,png}, decoded "
                          "on Get()",
                          CreateImageFolder, ValidateImageFolder);
+PIPELINE_PLUGIN_TRAITS(Dataset, "image_folder", DatasetTraits{.reads_inference_input = true});
 
 }  // namespace
 }  // namespace pipeline

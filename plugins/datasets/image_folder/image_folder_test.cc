@@ -13,9 +13,9 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "plugins/datasets/image_folder/image_codec.h"
 
 namespace pipeline {
 namespace {
@@ -433,6 +433,69 @@ TEST(ImageFolderTest, UnreadableFolderFailsTheScanNamingTheFolder) {
   fs::remove_all(root);
   if (result == 77) GTEST_SKIP() << "running as root, and dropping to user nobody failed";
   EXPECT_EQ(result, 0) << "expected: " << expected;
+}
+
+// Inference (predict): the files and folders named instead of root, in path
+// order, labelled where their folder is a trained class.
+DatasetContext Inference(std::vector<std::string> paths, int channels = 0) {
+  DatasetContext context;
+  context.split = "inference";
+  context.inference = InferenceInput{std::move(paths), {"cat", "dog"}, channels};
+  return context;
+}
+
+TEST(ImageFolderTest, InferenceReadsTheNamedFilesAndFolders) {
+  const fs::path tree = MakeTree("inference");
+  const fs::path loose = TempRoot("inference_loose") / "photo.bin";  // decoded by content
+  WriteFile(loose, *EncodePng(Solid(3, 3, 1, 9)));
+  EXPECT_TRUE(Registry<Dataset>::Global().TraitsOf("image_folder").reads_inference_input);
+  auto dataset = testing::CreatePlugin<Dataset>(Config("/not/the/training/root"),
+                                                Inference({(tree / "cat").string(),
+                                                           (tree / "bird/b.jpg").string(),
+                                                           loose.string()}));
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_THAT((*dataset)->class_names(), ElementsAre("cat", "dog"));
+  std::vector<std::string> names;
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < (*dataset)->size(); ++i) {
+    names.push_back((*dataset)->SampleName(i));
+    auto sample = (*dataset)->Get(i);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    labels.push_back(sample->label);
+  }
+  const std::string cat = (tree / "cat").string();
+  EXPECT_THAT(names, ElementsAre(cat + "/a-b/x.png", cat + "/a/deeper/w.jpeg", cat + "/a/y.png",
+                                 cat + "/z.png", (tree / "bird/b.jpg").string(), loose.string()));
+  // Only z.png lies directly in a folder named after a class.
+  EXPECT_THAT(labels, ElementsAre(kUnknownLabel, kUnknownLabel, kUnknownLabel, 0, kUnknownLabel,
+                                  kUnknownLabel));
+}
+
+TEST(ImageFolderTest, InferenceDecodesAsTheOptionsOrTheAskedChannelsSay) {
+  const fs::path tree = MakeTree("inference_color");
+  const std::string jpeg = (tree / "bird/b.jpg").string();
+  auto as_configured = testing::CreatePlugin<Dataset>(Config(tree, "color: GRAY"), Inference({jpeg}));
+  ASSERT_TRUE(as_configured.ok()) << as_configured.status();
+  EXPECT_EQ((*as_configured)->Get(0)->image.channels, 1);
+  auto asked = testing::CreatePlugin<Dataset>(Config(tree, "color: GRAY"), Inference({jpeg}, 3));
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_EQ((*asked)->Get(0)->image.channels, 3);
+}
+
+TEST(ImageFolderTest, InferenceNamesWhatItCannotRead) {
+  const fs::path empty = TempRoot("inference_empty");
+  WriteFile(empty / "notes.txt", "not an image");
+  auto missing = testing::CreatePlugin<Dataset>(Config(empty), Inference({"/no/such/photo.jpg"}));
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("/no/such/photo.jpg: no such file or folder"));
+  auto no_images = testing::CreatePlugin<Dataset>(Config(empty), Inference({empty.string()}));
+  EXPECT_THAT(no_images.status().message(),
+              HasSubstr(empty.string() + ": holds no .jpg/.jpeg/.png files"));
+  // A file that is no image fails at Get, naming it, like a training sample.
+  auto broken = testing::CreatePlugin<Dataset>(Config(empty),
+                                               Inference({(empty / "notes.txt").string()}));
+  ASSERT_TRUE(broken.ok()) << broken.status();
+  EXPECT_THAT((*broken)->Get(0).status().message(), HasSubstr("notes.txt"));
 }
 
 }  // namespace

@@ -11,10 +11,10 @@
 
 #include "gtest/gtest.h"
 #include "pipeline/data/loader.h"
+#include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "plugins/datasets/image_folder/image_codec.h"
 
 namespace pipeline {
 namespace {

@@ -87,6 +87,11 @@ PIPELINE_REGISTER_PLUGIN(Dataset, "synthetic", SyntheticOptions,
                          "Seeded random images of a fixed shape, for benchmarks and tests",
                          [](const SyntheticOptions& options, const DatasetContext& context)
                              -> absl::StatusOr<std::unique_ptr<Dataset>> {
+                           if (context.inference) {
+                             return absl::UnimplementedError(
+                                 "synthetic makes its images up; it reads no files for "
+                                 "inference");
+                           }
                            return std::make_unique<SyntheticDataset>(
                                options, context.seed + options.seed_offset());
                          },

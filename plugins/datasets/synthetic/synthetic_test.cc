@@ -48,5 +48,15 @@ TEST(SyntheticTest, RejectsBadOptions) {
   EXPECT_EQ(dataset.status().message(), "options: num_classes: 0; must be at least 1");
 }
 
+TEST(SyntheticTest, ReadsNoFilesForInference) {
+  EXPECT_FALSE(Registry<Dataset>::Global().TraitsOf("synthetic").reads_inference_input);
+  DatasetContext context;
+  context.inference = InferenceInput{{"photo.jpg"}, {"a", "b"}};
+  auto dataset = testing::CreatePlugin<Dataset>(kSmall, context);
+  EXPECT_EQ(dataset.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(dataset.status().message().find("dataset \"synthetic\": "), std::string::npos)
+      << dataset.status();
+}
+
 }  // namespace
 }  // namespace pipeline

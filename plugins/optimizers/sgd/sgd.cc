@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateSgd(const SgdOptions& options,
                                                  .nesterov(options.nesterov()));
 }
 
+PIPELINE_DEFAULT_PLUGIN(torch::optim::Optimizer, "optimizer", "sgd");
 PIPELINE_REGISTER_PLUGIN(torch::optim::Optimizer, "sgd", SgdOptions,
                          "SGD with momentum, Nesterov and weight decay", CreateSgd, ValidateSgd);
 

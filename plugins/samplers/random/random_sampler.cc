@@ -37,6 +37,8 @@ class RandomSampler : public Sampler {
   uint64_t seed_;
 };
 
+// Training shuffles where the config names no sampler.
+PIPELINE_DEFAULT_PLUGIN(Sampler, "train_data.sampler", "random");
 PIPELINE_REGISTER_PLUGIN(Sampler, "random", RandomSamplerOptions,
                          "A seeded permutation of every sample, new each epoch",
                          [](const RandomSamplerOptions& options, const SamplerContext& context)

@@ -19,6 +19,9 @@ class SequentialSampler : public Sampler {
   }
 };
 
+// Validation keeps the order of what it measures where the config names no
+// sampler.
+PIPELINE_DEFAULT_PLUGIN(Sampler, "validation_data.sampler", "sequential");
 PIPELINE_REGISTER_PLUGIN(Sampler, "sequential", SequentialSamplerOptions,
                          "Every sample in index order",
                          [](const SequentialSamplerOptions&, const SamplerContext&)

@@ -13,6 +13,7 @@ class ConstantSchedule : public LearningRateSchedule {
   double Factor(int64_t, int64_t, int64_t) const override { return 1.0; }
 };
 
+PIPELINE_DEFAULT_PLUGIN(LearningRateSchedule, "learning_rate.schedule", "constant");
 PIPELINE_REGISTER_PLUGIN(LearningRateSchedule, "constant", ConstantScheduleOptions,
                          "The optimizer's learning rate, unchanged",
                          [](const ConstantScheduleOptions&, const ScheduleContext&)

@@ -11,11 +11,11 @@
 
 #include <memory>
 
+#include "pipeline/image/image_ops.h"
+#include "pipeline/image/size_options.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
 #include "plugins/transforms/center_crop/center_crop.pb.h"
-#include "plugins/transforms/image_ops/image_ops.h"
-#include "plugins/transforms/image_ops/size_options.h"
 
 namespace pipeline {
 namespace {

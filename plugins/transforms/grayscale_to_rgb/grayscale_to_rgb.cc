@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/image/image_ops.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
 #include "plugins/transforms/grayscale_to_rgb/grayscale_to_rgb.pb.h"
-#include "plugins/transforms/image_ops/image_ops.h"
 
 namespace pipeline {
 namespace {

@@ -1,8 +1,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/image/test_images.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "plugins/transforms/image_ops/test_images.h"
 
 namespace pipeline {
 namespace {

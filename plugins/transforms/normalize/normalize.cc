@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/image/image_ops.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
-#include "plugins/transforms/image_ops/image_ops.h"
 #include "plugins/transforms/normalize/normalize.pb.h"
 
 namespace pipeline {

@@ -11,9 +11,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/image/image_ops.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
-#include "plugins/transforms/image_ops/image_ops.h"
 #include "plugins/transforms/random_horizontal_flip/random_horizontal_flip.pb.h"
 
 namespace pipeline {
@@ -49,6 +49,8 @@ PIPELINE_REGISTER_PLUGIN(Transform, "random_horizontal_flip", RandomHorizontalFl
                                options.probability());
                          },
                          ValidateRandomHorizontalFlipOptions);
+// Augmentation: inference (predict) runs the training transforms without it.
+PIPELINE_PLUGIN_TRAITS(Transform, "random_horizontal_flip", TransformTraits{.training_only = true});
 
 }  // namespace
 }  // namespace pipeline

@@ -18,10 +18,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/image/image_ops.h"
+#include "pipeline/image/size_options.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
-#include "plugins/transforms/image_ops/image_ops.h"
-#include "plugins/transforms/image_ops/size_options.h"
 #include "plugins/transforms/random_resized_crop/random_resized_crop.pb.h"
 
 namespace pipeline {
@@ -134,6 +134,8 @@ PIPELINE_REGISTER_PLUGIN(Transform, "random_resized_crop", RandomResizedCropOpti
                            return std::make_unique<RandomResizedCropTransform>(options);
                          },
                          ValidateRandomResizedCropOptions);
+// Augmentation: inference (predict) runs the training transforms without it.
+PIPELINE_PLUGIN_TRAITS(Transform, "random_resized_crop", TransformTraits{.training_only = true});
 
 }  // namespace
 }  // namespace pipeline

@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <memory>
 
+#include "pipeline/image/image_ops.h"
+#include "pipeline/image/size_options.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
-#include "plugins/transforms/image_ops/image_ops.h"
-#include "plugins/transforms/image_ops/size_options.h"
 #include "plugins/transforms/resize/resize.pb.h"
 
 namespace pipeline {

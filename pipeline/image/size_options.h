@@ -1,5 +1,5 @@
-#ifndef PLUGINS_TRANSFORMS_IMAGE_OPS_SIZE_OPTIONS_H_
-#define PLUGINS_TRANSFORMS_IMAGE_OPS_SIZE_OPTIONS_H_
+#ifndef PIPELINE_IMAGE_SIZE_OPTIONS_H_
+#define PIPELINE_IMAGE_SIZE_OPTIONS_H_
 
 // The output-size fields that resize, center_crop and random_resized_crop
 // share: `size`, or `height` and `width` together (which win over `size`).
@@ -56,4 +56,4 @@ OutputSize SquareOrExactSize(const Options& options) {
 }  // namespace image_ops
 }  // namespace pipeline
 
-#endif  // PLUGINS_TRANSFORMS_IMAGE_OPS_SIZE_OPTIONS_H_
+#endif  // PIPELINE_IMAGE_SIZE_OPTIONS_H_

@@ -1,5 +1,5 @@
-#ifndef PLUGINS_DATASETS_FASHION_MNIST_IDX_READER_H_
-#define PLUGINS_DATASETS_FASHION_MNIST_IDX_READER_H_
+#ifndef PIPELINE_IMAGE_IDX_READER_H_
+#define PIPELINE_IMAGE_IDX_READER_H_
 
 // Reader for the idx format of MNIST and Fashion-MNIST
 // (http://yann.lecun.com/exdb/mnist/): a big-endian header (magic, sizes)
@@ -44,4 +44,4 @@ absl::StatusOr<std::string> GunzipIfCompressed(std::string raw, const std::strin
 
 }  // namespace pipeline
 
-#endif  // PLUGINS_DATASETS_FASHION_MNIST_IDX_READER_H_
+#endif  // PIPELINE_IMAGE_IDX_READER_H_

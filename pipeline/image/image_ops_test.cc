@@ -1,12 +1,12 @@
-#include "plugins/transforms/image_ops/image_ops.h"
+#include "pipeline/image/image_ops.h"
 
 #include <cmath>
 #include <random>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/image/test_images.h"
 #include "pipeline/util/simd.h"
-#include "plugins/transforms/image_ops/test_images.h"
 
 namespace pipeline {
 namespace image_ops {

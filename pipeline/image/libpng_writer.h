@@ -1,5 +1,5 @@
-#ifndef PLUGINS_DATASETS_IMAGE_FOLDER_LIBPNG_WRITER_H_
-#define PLUGINS_DATASETS_IMAGE_FOLDER_LIBPNG_WRITER_H_
+#ifndef PIPELINE_IMAGE_LIBPNG_WRITER_H_
+#define PIPELINE_IMAGE_LIBPNG_WRITER_H_
 
 // PNG files of the kinds the project's own encoder never writes (alpha,
 // 16-bit samples, a palette), through libpng's simplified writer: test
@@ -31,4 +31,4 @@ inline std::string EncodePngWithLibpng(int width, int height, uint32_t format, c
 
 }  // namespace pipeline
 
-#endif  // PLUGINS_DATASETS_IMAGE_FOLDER_LIBPNG_WRITER_H_
+#endif  // PIPELINE_IMAGE_LIBPNG_WRITER_H_

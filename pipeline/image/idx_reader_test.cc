@@ -1,4 +1,4 @@
-#include "plugins/datasets/fashion_mnist/idx_reader.h"
+#include "pipeline/image/idx_reader.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

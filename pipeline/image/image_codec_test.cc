@@ -1,4 +1,4 @@
-#include "plugins/datasets/image_folder/image_codec.h"
+#include "pipeline/image/image_codec.h"
 
 #include <png.h>
 #include <turbojpeg.h>
@@ -10,7 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "plugins/datasets/image_folder/libpng_writer.h"
+#include "pipeline/image/libpng_writer.h"
 
 namespace pipeline {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef PLUGINS_TRANSFORMS_IMAGE_OPS_IMAGE_OPS_H_
-#define PLUGINS_TRANSFORMS_IMAGE_OPS_IMAGE_OPS_H_
+#ifndef PIPELINE_IMAGE_IMAGE_OPS_H_
+#define PIPELINE_IMAGE_IMAGE_OPS_H_
 
 // Pixel operations shared by the transform plugins. Each op is written once,
 // as a template over the element type (in image_ops.cc), and works on u8 and
@@ -82,4 +82,4 @@ decltype(auto) VisitPixels(Image& image, Fn&& fn) {
 }  // namespace image_ops
 }  // namespace pipeline
 
-#endif  // PLUGINS_TRANSFORMS_IMAGE_OPS_IMAGE_OPS_H_
+#endif  // PIPELINE_IMAGE_IMAGE_OPS_H_

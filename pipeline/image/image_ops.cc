@@ -1,4 +1,4 @@
-#include "plugins/transforms/image_ops/image_ops.h"
+#include "pipeline/image/image_ops.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
-#ifndef PLUGINS_DATASETS_IMAGE_FOLDER_IMAGE_CODEC_H_
-#define PLUGINS_DATASETS_IMAGE_FOLDER_IMAGE_CODEC_H_
+#ifndef PIPELINE_IMAGE_IMAGE_CODEC_H_
+#define PIPELINE_IMAGE_IMAGE_CODEC_H_
 
 // JPEG (TurboJPEG) and PNG (libpng) decoding into uint8 HWC images, and the
 // encoders the data-preparation tool writes with. Every failure is a Status
@@ -71,4 +71,4 @@ absl::StatusOr<std::string> EncodeJpeg(const Image& image, int quality);
 
 }  // namespace pipeline
 
-#endif  // PLUGINS_DATASETS_IMAGE_FOLDER_IMAGE_CODEC_H_
+#endif  // PIPELINE_IMAGE_IMAGE_CODEC_H_

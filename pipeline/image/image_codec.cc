@@ -1,4 +1,4 @@
-#include "plugins/datasets/image_folder/image_codec.h"
+#include "pipeline/image/image_codec.h"
 
 #include <png.h>
 #include <turbojpeg.h>

@@ -1,5 +1,5 @@
-#ifndef PLUGINS_TRANSFORMS_IMAGE_OPS_TEST_IMAGES_H_
-#define PLUGINS_TRANSFORMS_IMAGE_OPS_TEST_IMAGES_H_
+#ifndef PIPELINE_IMAGE_TEST_IMAGES_H_
+#define PIPELINE_IMAGE_TEST_IMAGES_H_
 
 // Small hand-made images for the transform tests.
 
@@ -43,4 +43,4 @@ inline Image CountingU8Image(int height, int width, int channels) {
 }  // namespace testing
 }  // namespace pipeline
 
-#endif  // PLUGINS_TRANSFORMS_IMAGE_OPS_TEST_IMAGES_H_
+#endif  // PIPELINE_IMAGE_TEST_IMAGES_H_
