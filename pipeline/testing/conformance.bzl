@@ -1,0 +1,173 @@
+"""Shared conformance tests: one line in a plugin's BUILD runs its kind's suite.
+
+    load("//pipeline/testing:conformance.bzl", "transform_conformance_test")
+
+    transform_conformance_test(
+        name = "conformance_test",
+        plugin = ":random_horizontal_flip",
+        options = "probability: 0.5",
+    )
+
+The suites (pipeline/testing/{transform,dataset,strategy}_conformance.cc) are
+value-parameterized gtest suites in alwayslink libraries; the macro writes a
+one-statement source file that instantiates the suite with the plugin's
+registered name and options, and links it with the plugin. `options` is the
+body of the plugin's options message in text format (its type is looked up in
+the registry), or a list of them: each is one instance of the whole suite.
+"""
+
+_SUITES = {
+    "transform": ("TransformConformanceTest", "TransformConformanceParams"),
+    "dataset": ("DatasetConformanceTest", "DatasetConformanceParams"),
+    "strategy": ("StrategyConformanceTest", "StrategyConformanceParams"),
+}
+
+_DELIMITER = "conformance"
+
+def _write_source_impl(ctx):
+    ctx.actions.write(ctx.outputs.out, ctx.attr.content)
+
+_write_source = rule(
+    implementation = _write_source_impl,
+    attrs = {
+        "content": attr.string(mandatory = True),
+        "out": attr.output(mandatory = True),
+    },
+)
+
+def _absolute(label):
+    if label.startswith(":"):
+        return "//" + native.package_name() + label
+    if label.startswith("//") and ":" not in label:
+        return label + ":" + label.split("/")[-1]
+    return label
+
+def _registered_name(plugin):
+    """The plugin's registered name: by convention its target's name."""
+    return _absolute(plugin).split(":")[-1]
+
+def _cc_string(value):
+    if (")" + _DELIMITER + "\"") in value:
+        fail("a conformance option string may not contain )%s\"" % _DELIMITER)
+    return "R\"%s(%s)%s\"" % (_DELIMITER, value, _DELIMITER)
+
+def _as_list(options):
+    return options if type(options) == "list" else [options]
+
+def _conformance_test(name, kind, plugin, registered, param_fields, deps, **kwargs):
+    suite, params_type = _SUITES[kind]
+    values = ",\n        ".join([
+        "%s{%s}" % (params_type, ", ".join(fields))
+        for fields in param_fields
+    ])
+    content = """// Written by {kind}_conformance_test (pipeline/testing/conformance.bzl).
+#include "pipeline/testing/{kind}_conformance.h"
+
+namespace pipeline {{
+namespace testing {{
+namespace {{
+
+INSTANTIATE_TEST_SUITE_P(
+    {instance}, {suite},
+    ::testing::Values(
+        {values}),
+    {suite}Name);
+
+}}  // namespace
+}}  // namespace testing
+}}  // namespace pipeline
+""".format(kind = kind, instance = registered, suite = suite, values = values)
+    source = name + "_instantiation.cc"
+    _write_source(
+        name = name + "_instantiation",
+        content = content,
+        out = source,
+        testonly = True,
+    )
+    all_deps = [_absolute(plugin), "//pipeline/testing:%s_conformance" % kind]
+    for dep in deps:
+        if _absolute(dep) not in all_deps:
+            all_deps.append(_absolute(dep))
+    native.cc_test(
+        name = name,
+        srcs = [source],
+        deps = all_deps,
+        **kwargs
+    )
+
+def transform_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
+    """The transform conformance suite (transform_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the transform's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test (size, tags, ...).
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
+    _conformance_test(name, "transform", plugin, registered, fields, deps, **kwargs)
+
+def dataset_conformance_test(
+        name,
+        plugin,
+        options = "",
+        fixture = "",
+        split = "train",
+        plugin_name = None,
+        deps = [],
+        **kwargs):
+    """The dataset conformance suite (dataset_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the dataset's pipeline_plugin target.
+      options: its options message body in text format, or a list of them;
+        $FIXTURE_ROOT in it becomes the folder `fixture` wrote.
+      fixture: test data the suite writes into a temporary folder first
+        ("" for none; "image_tree": class folders of small PNG and JPEG files).
+      split: DatasetContext.split.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [
+        [_cc_string(registered), _cc_string(o), _cc_string(fixture), _cc_string(split)]
+        for o in _as_list(options)
+    ]
+    _conformance_test(name, "dataset", plugin, registered, fields, deps, **kwargs)
+
+def strategy_conformance_test(
+        name,
+        plugin,
+        options = "",
+        processes = 1,
+        plugin_name = None,
+        reference = "//plugins/strategies/single",
+        deps = [],
+        **kwargs):
+    """The strategy conformance suite (strategy_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the strategy's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      processes: how many processes the strategy runs as; more than 1 are
+        simulated by threads of the test process, each with its own RANK,
+        WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT.
+      plugin_name: its registered name, when not the target's name.
+      reference: the strategy the suite compares with, registered as "single".
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [
+        [_cc_string(registered), _cc_string(o), str(processes)]
+        for o in _as_list(options)
+    ]
+    if _absolute(reference) != _absolute(plugin):
+        deps = deps + [reference]
+    _conformance_test(name, "strategy", plugin, registered, fields, deps, **kwargs)

@@ -1,0 +1,57 @@
+// The conformance suites can fail: run on plugins that each break one rule
+// (conformance_broken_plugins.cc), exactly the tests of the broken rules fail.
+
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/testing/command.h"
+
+namespace pipeline {
+namespace testing {
+namespace {
+
+// "[  FAILED  ] <instance>/<Suite>.<Test>/options0" lines, as
+// "<instance>.<Test>".
+std::set<std::string> FailedTests(const std::string& output) {
+  std::set<std::string> failed;
+  std::istringstream lines(output);
+  std::string line;
+  const std::string marker = "[  FAILED  ] ";
+  while (std::getline(lines, line)) {
+    if (line.rfind(marker, 0) != 0) continue;
+    std::string name = line.substr(marker.size());
+    name = name.substr(0, name.find(','));  // ", where GetParam() = ..."
+    name = name.substr(0, name.find(' '));
+    const size_t slash = name.find('/');
+    const size_t dot = name.find('.');
+    const size_t last_slash = name.rfind('/');
+    if (slash == std::string::npos || dot == std::string::npos || last_slash <= dot) continue;
+    failed.insert(name.substr(0, slash) + name.substr(dot, last_slash - dot));
+  }
+  return failed;
+}
+
+TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
+  const CommandResult result = RunCommand("pipeline/testing/conformance_broken_plugins");
+  EXPECT_NE(result.exit_code, 0) << result.output;
+  const std::set<std::string> expected = {
+      "broken_random_state.TheSameSeedGivesBitwiseTheSameOutput",
+      "broken_random_state.ApplyingFromSeveralThreadsAtOnceEqualsApplyingInTurn",
+      "broken_channel_map.AChannelMapIsExactlyApply",
+      "broken_region_crop.ARegionCropIsPlanRegionThenApplyToRegion",
+      "broken_takes_anything.EmptyOrMalformedImagesAreErrorsNotCrashes",
+      "broken_shape_by_chance.OutputShapeAndTypeDependOnlyOnTheInputShape",
+      "broken_dataset.LabelsIndexTheClassNames",
+      "broken_dataset.GetRegionIsGetCutToThePlannedRegion",
+      "broken_dataset.GetFromSeveralThreadsAtOnceEqualsGetInTurn",
+      "broken_dataset.AnIndexOutOfRangeIsAnErrorNotACrash",
+  };
+  EXPECT_EQ(FailedTests(result.output), expected) << result.output;
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace pipeline
