@@ -156,6 +156,8 @@ std::string PluginTitle(const std::string& path) {
   std::string kind = parts[1];
   if (absl::EndsWith(kind, "ies")) {
     kind = absl::StrCat(kind.substr(0, kind.size() - 3), "y");
+  } else if (absl::EndsWith(kind, "sses")) {  // losses
+    kind.resize(kind.size() - 2);
   } else if (absl::EndsWith(kind, "s")) {
     kind.pop_back();
   }
