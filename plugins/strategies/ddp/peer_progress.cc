@@ -135,6 +135,14 @@ PeerProgress::PeerProgress(c10::intrusive_ptr<c10d::Store> store, int rank, int 
   }
   state_->record.host = std::move(host);
   state_->store_address = std::move(store_address);
+  // Posted before training starts, so the record names this rank's host
+  // even when its link is cut before the first interval ends.
+  try {
+    const std::string value = EncodeProgress(state_->record);
+    state_->store->set(KeyOf(rank), std::vector<uint8_t>(value.begin(), value.end()));
+  } catch (const std::exception&) {
+    // The store is already gone: the first collective will say so.
+  }
   std::thread([state = state_] { state->Publish(); }).detach();
 }
 
