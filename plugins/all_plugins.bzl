@@ -24,6 +24,8 @@ ALL_PLUGINS = [
     "//plugins/samplers/sequential",
     "//plugins/schedules/constant",
     "//plugins/schedules/cosine",
+    "//plugins/schedules/one_cycle",
+    "//plugins/schedules/polynomial",
     "//plugins/schedules/step",
     "//plugins/strategies/data_parallel",
     "//plugins/strategies/ddp",

@@ -1,6 +1,12 @@
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/schedule.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/schedule_fixture.h"
 
 namespace pipeline {
 namespace {
@@ -35,6 +41,31 @@ TEST(StepScheduleTest, RejectsDecreasingMilestones) {
       R"pb(name: "step"
            options { [type.googleapis.com/pipeline.StepScheduleOptions] { milestones: [ 3, 1 ] } })pb");
   EXPECT_EQ(schedule.status().message(), "options: milestones: must be increasing epochs");
+}
+
+// With milestones, the schedule is MultiStepLR stepped once per epoch.
+TEST(StepScheduleTest, MilestonesMatchTorchMultiStepLR) {
+  struct Case {
+    const char* options;
+    const char* fixture;
+  };
+  for (const Case& c : {Case{"milestones: [1, 3]", "torch_step_milestones_1_3_gamma_0.1.txt"},
+                        Case{"milestones: [2] gamma: 0.5", "torch_step_milestones_2_gamma_0.5.txt"}}) {
+    auto schedule = testing::CreatePlugin<LearningRateSchedule>(absl::StrCat(
+        "name: \"step\" options { [type.googleapis.com/pipeline.StepScheduleOptions] { ",
+        c.options, " } }"));
+    ASSERT_TRUE(schedule.ok()) << schedule.status();
+    const std::vector<double> expected = testing::ReadLearningRates(
+        absl::StrCat("plugins/schedules/step/testdata/", c.fixture));
+    ASSERT_EQ(expected.size(), testing::kFixtureTotalSteps) << c.fixture;
+    for (int64_t step = 0; step < testing::kFixtureTotalSteps; ++step) {
+      const double lr = (*schedule)->Factor(step, testing::kFixtureTotalSteps,
+                                            testing::kFixtureStepsPerEpoch) *
+                        testing::kFixtureBaseLr;
+      EXPECT_NEAR(lr, expected[step], 1e-12 * std::abs(expected[step]))
+          << c.fixture << ", step " << step;
+    }
+  }
 }
 
 }  // namespace
