@@ -14,6 +14,7 @@
 #include "pipeline/interfaces/random.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/conformance_config.h"
+#include "pipeline/testing/image_checks.h"
 
 namespace pipeline {
 namespace testing {
@@ -65,52 +66,6 @@ std::vector<Image> RepresentativeImages() {
   return images;
 }
 
-std::string Describe(const Image& image) {
-  return absl::StrCat(image.ShapeString(), image.is_float() ? " f32" : " u8");
-}
-
-// Bitwise: float values compared by their bits, so -0 != 0 and NaN == NaN.
-bool Same(const Image& a, const Image& b) {
-  return a.height == b.height && a.width == b.width && a.channels == b.channels &&
-         a.u8 == b.u8 && a.f32.size() == b.f32.size() &&
-         (a.f32.empty() || std::memcmp(a.f32.data(), b.f32.data(), a.f32.size() * 4) == 0);
-}
-
-absl::Status WellFormed(const Image& image) {
-  if (image.height <= 0 || image.width <= 0 || image.channels <= 0) {
-    return absl::InternalError(absl::StrCat("the output is empty: ", image.ShapeString()));
-  }
-  if (!image.u8.empty() && !image.f32.empty()) {
-    return absl::InternalError("the output holds both u8 and f32 pixels");
-  }
-  const size_t expected = image.pixel_count() * image.channels;
-  const size_t held = image.is_float() ? image.f32.size() : image.u8.size();
-  if (held != expected) {
-    return absl::InternalError(absl::StrCat("the ", image.ShapeString(), " output holds ", held,
-                                            " values, not ", expected));
-  }
-  return absl::OkStatus();
-}
-
-// A copy of `region` of `image` (which it lies inside).
-Image Cut(const Image& image, const ImageRegion& region) {
-  Image out;
-  out.height = region.height;
-  out.width = region.width;
-  out.channels = image.channels;
-  const size_t row = static_cast<size_t>(region.width) * image.channels;
-  for (int y = 0; y < region.height; ++y) {
-    const size_t from =
-        (static_cast<size_t>(region.top + y) * image.width + region.left) * image.channels;
-    if (image.is_float()) {
-      out.f32.insert(out.f32.end(), image.f32.begin() + from, image.f32.begin() + from + row);
-    } else {
-      out.u8.insert(out.u8.end(), image.u8.begin() + from, image.u8.begin() + from + row);
-    }
-  }
-  return out;
-}
-
 absl::StatusOr<std::unique_ptr<Transform>> Create(const TransformConformanceParams& params) {
   absl::StatusOr<PluginConfig> config = ConformanceConfig<Transform>(params.plugin, params.options);
   if (!config.ok()) return config.status();
@@ -154,8 +109,8 @@ TEST_P(TransformConformanceTest, TakesARepresentativeImageAndGivesAWellFormedOne
       continue;
     }
     ++taken;
-    EXPECT_TRUE(WellFormed(applied.image).ok())
-        << Describe(image) << ": " << WellFormed(applied.image);
+    EXPECT_TRUE(WellFormed(applied.image, "output").ok())
+        << Describe(image) << ": " << WellFormed(applied.image, "output");
   }
   EXPECT_GT(taken, 0) << "the transform refused every representative image:" << refusals;
 }
@@ -276,7 +231,7 @@ TEST_P(TransformConformanceTest, AChannelMapIsExactlyApply) {
     EXPECT_EQ(random.Uniform(), fresh.Uniform()) << "a ChannelMap's Apply drew random numbers";
     ASSERT_TRUE(applied.is_float()) << "a ChannelMap's Apply gives floats";
     ASSERT_EQ(applied.ShapeString(), image.ShapeString()) << "a ChannelMap keeps the shape";
-    ASSERT_TRUE(WellFormed(applied).ok()) << WellFormed(applied);
+    ASSERT_TRUE(WellFormed(applied, "output").ok()) << WellFormed(applied, "output");
     // The map, as transform.h and the loader's batch write compute it.
     Image mapped = applied;
     const int channels = image.channels;
@@ -295,15 +250,6 @@ TEST_P(TransformConformanceTest, AChannelMapIsExactlyApply) {
                              << mapped.f32[first];
   }
   EXPECT_GT(checked, 0) << "no representative image fits the map";
-}
-
-bool Inside(const ImageRegion& region, int height, int width) {
-  return region.top >= 0 && region.left >= 0 && region.height > 0 && region.width > 0 &&
-         region.top + region.height <= height && region.left + region.width <= width;
-}
-
-std::string RegionString(const ImageRegion& r) {
-  return absl::StrCat("{top ", r.top, ", left ", r.left, ", ", r.height, "x", r.width, "}");
 }
 
 TEST_P(TransformConformanceTest, ARegionCropIsPlanRegionThenApplyToRegion) {

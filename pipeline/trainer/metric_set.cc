@@ -54,11 +54,4 @@ std::vector<std::string> MetricSet::Names() const {
   return names;
 }
 
-std::optional<bool> MetricSet::HigherIsBetter(const std::string& name) const {
-  for (const Figure& figure : Values(EmptySums())) {
-    if (figure.name == name) return figure.higher_is_better;
-  }
-  return std::nullopt;
-}
-
 }  // namespace pipeline

@@ -7,7 +7,6 @@
 // all-reduce and a mid-epoch checkpoint holds it whole.
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,8 +50,6 @@ class MetricSet {
   // The names Values gives for a pass without samples, "loss" first (a
   // per-class metric names more once classes have samples).
   std::vector<std::string> Names() const;
-  // Whether a higher `name` is better; null when no value is so named.
-  std::optional<bool> HigherIsBetter(const std::string& name) const;
 
  private:
   MetricSet() = default;

@@ -113,10 +113,6 @@ TEST(MetricSetTest, ValuesNamesOrderAndWhatEachMetricSaysOfThem) {
   EXPECT_TRUE(figures[2].on_epoch_line);
   EXPECT_FALSE(figures[3].on_epoch_line);
   EXPECT_THAT(set.Names(), ElementsAre("loss", "acc", "zero_share", "max_logit"));
-  EXPECT_EQ(set.HigherIsBetter("loss"), false);
-  EXPECT_EQ(set.HigherIsBetter("acc"), true);
-  EXPECT_EQ(set.HigherIsBetter("max_logit"), false);
-  EXPECT_EQ(set.HigherIsBetter("val_acc"), std::nullopt);
 }
 
 TEST(MetricSetTest, APassWithoutSamplesIsAllZero) {
