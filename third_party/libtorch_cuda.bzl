@@ -24,11 +24,14 @@ _LINKOPTS = """[
         "-Wl,--as-needed",
     ]"""
 
+# An archive or wheel carries no CUDA headers (c10/cuda includes
+# cuda_runtime_api.h): they come from the CUDA toolkit, $CUDA_HOME.
 _ARCHIVE_BUILD = """
 cc_library(
     name = "torch",
-    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh"]),
-    includes = ["include", "include/torch/csrc/api/include"],
+    hdrs = glob(["include/**/*.h", "include/**/*.hpp", "include/**/*.cuh", "include/**/*.inl"]) +
+           glob(["cuda_include/**/*.h", "cuda_include/**/*.hpp"]),
+    includes = ["include", "include/torch/csrc/api/include", "cuda_include"],
     defines = ["PIPELINE_CUDA"],
     linkopts = {linkopts},
     visibility = ["//visibility:public"],
@@ -61,7 +64,18 @@ def _from_folder(ctx, root):
         fail(("LIBTORCH_CUDA_DIR=%s holds a LibTorch without CUDA (no lib/libtorch_cuda.so): " +
               "unpack a CUDA build of LibTorch there (pytorch.org's cu12x archive or a CUDA " +
               "pip wheel's torch/ folder)") % root)
-    ctx.symlink(root + "/include", "include")
+    # Every header folder but google/: a wheel or archive carries its own
+    # protobuf headers, older than the system's protoc the runner's configs
+    # are generated with, and they would shadow /usr/include's.
+    for entry in ctx.path(root + "/include").readdir():
+        if entry.basename != "google":
+            ctx.symlink(entry, "include/" + entry.basename)
+    cuda_home = ctx.os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    if not ctx.path(cuda_home + "/include/cuda_runtime_api.h").exists:
+        fail(("LIBTORCH_CUDA_DIR is set, but the CUDA toolkit's headers are not in %s/include " +
+              "(no cuda_runtime_api.h): install the CUDA toolkit matching that LibTorch, or set " +
+              "CUDA_HOME to its folder") % cuda_home)
+    ctx.symlink(cuda_home + "/include", "cuda_include")
     lib = str(ctx.path(root + "/lib"))
     ctx.file("BUILD", _ARCHIVE_BUILD.format(linkopts = _LINKOPTS.format(lib = lib)))
 
@@ -82,6 +96,6 @@ def _libtorch_cuda_impl(ctx):
 
 libtorch_cuda_repository = repository_rule(
     implementation = _libtorch_cuda_impl,
-    environ = ["LIBTORCH_CUDA_DIR"],
+    environ = ["LIBTORCH_CUDA_DIR", "CUDA_HOME"],
     local = True,
 )

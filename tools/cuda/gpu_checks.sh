@@ -1,0 +1,34 @@
+#!/bin/bash
+# On the GPU machine, in a folder build_for_gpu.sh packed: the GPU tests
+# (tests/cuda_test) and one epoch of the default ResNet18 run on cuda:0 in
+# float32 and bf16, under ddp over NCCL and under data_parallel. Each log
+# goes to OUT_FOLDER.
+#   bash gpu_checks.sh OUT_FOLDER
+out=$(realpath "${1:?usage: gpu_checks.sh OUT_FOLDER}")
+pack=$(cd "$(dirname "$0")" && pwd)
+torch=$(python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+nvidia=$(dirname "$torch")/nvidia
+export LD_LIBRARY_PATH=$torch/lib:$nvidia/cu13/lib:$nvidia/cu12/lib:$nvidia/cudnn/lib:$nvidia/nccl/lib:$nvidia/cusparselt/lib:$nvidia/nvshmem/lib:$pack/libs
+if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+  mkdir -p /usr/share/datasets/fashion-mnist && cp "$pack"/data/* /usr/share/datasets/fashion-mnist/
+fi
+cd "$pack/run"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/env.txt"
+tools/train --version 2>&1 | tee -a "$out/env.txt"
+(timeout 120 tests/cuda_test 2>&1; echo "cuda_test exit $?") > "$out/cuda_test.log"
+tail -25 "$out/cuda_test.log"
+single='[type.googleapis.com/pipeline.SingleDeviceOptions] { device: "cuda:0" }'
+ddp='[type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 1 backend: NCCL device: "cuda" }'
+dp='[type.googleapis.com/pipeline.DataParallelOptions] { replicas: 0 device: "cuda" }'
+one_epoch() {
+  local name=$1
+  shift
+  (timeout 75 tools/train "$@" --set=trainer.epochs=1 --set=output_dir=/tmp/$name 2>&1
+   echo "$name exit $?") > "$out/$name.log"
+  grep -a -E '"summary"|exit|rror' "$out/$name.log" | cut -c1-600
+}
+one_epoch fp32 --config=configs/single.textproto --set="strategy={name: \"single\" options { $single }}"
+one_epoch bf16 --config=configs/single.textproto --set="strategy={name: \"single\" options { $single }}" \
+  --set=trainer.precision=BF16_AUTOCAST
+one_epoch ddp_nccl --config=configs/ddp.textproto --set="strategy={name: \"ddp\" options { $ddp }}"
+one_epoch dp_cuda --config=configs/dp.textproto --set="strategy={name: \"data_parallel\" options { $dp }}"
