@@ -25,6 +25,7 @@ ALL_PLUGINS = [
     "//plugins/schedules/constant",
     "//plugins/schedules/cosine",
     "//plugins/schedules/one_cycle",
+    "//plugins/schedules/plateau",
     "//plugins/schedules/polynomial",
     "//plugins/schedules/step",
     "//plugins/strategies/data_parallel",

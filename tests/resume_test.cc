@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -21,6 +22,7 @@
 #include "pipeline/testing/background_process.h"
 #include "pipeline/testing/deterministic_run.h"
 #include "pipeline/testing/same_weights.h"
+#include "pipeline/trainer/checkpoint.h"
 
 namespace pipeline {
 namespace {
@@ -41,11 +43,16 @@ int RunTrain(const std::string& arguments, const std::string& log) {
 // Starts the run in the background, SIGKILLs it once the log shows step
 // `kill_at` (the train process itself, or under ddp the worker of rank 1,
 // by the pid the launcher printed), then resumes it.
-void KillAndResume(const std::string& dir, const std::string& config, int kill_at, bool ddp) {
+void KillAndResume(const std::string& dir, const std::string& config, int kill_at, bool ddp,
+                   const std::vector<std::string>& flags = {}) {
+  std::string flag_text;
+  for (const std::string& flag : flags) flag_text += " '" + flag + "'";
   const std::string marker = absl::StrCat(kill_at > 48 ? "epoch 2/2" : "epoch 1/2", " step ",
                                           kill_at % 48 == 0 ? 48 : kill_at % 48, "/48");
   {
-    testing::BackgroundProcess run({"tools/train", "--config=" + config}, dir + "/log");
+    std::vector<std::string> command = {"tools/train", "--config=" + config};
+    command.insert(command.end(), flags.begin(), flags.end());
+    testing::BackgroundProcess run(command, dir + "/log");
     ASSERT_TRUE(run.WaitForOutput(marker)) << run.Output();
     if (ddp) {
       const std::optional<pid_t> rank1 = testing::LauncherWorkerPid(run.Output(), 1);
@@ -61,7 +68,7 @@ void KillAndResume(const std::string& dir, const std::string& config, int kill_a
     ASSERT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_epoch_2.pt")) << run.Output();
   }
   const std::string resumed_log = dir + "/resumed_log";
-  ASSERT_EQ(RunTrain("--config=" + config + " --resume=auto", resumed_log), 0)
+  ASSERT_EQ(RunTrain("--config=" + config + flag_text + " --resume=auto", resumed_log), 0)
       << testing::ReadFile(resumed_log);
   EXPECT_THAT(testing::ReadFile(resumed_log), HasSubstr("resume: continuing from "));
 }
@@ -109,6 +116,62 @@ TEST(ResumeTest, TwoProcessDdpKilledAndResumedEndsBitwiseEqual) {
   SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");
+}
+
+TEST(ResumeTest, WithEmaClippingPlateauAndEarlyStoppingKilledAndResumedEndsBitwiseEqual) {
+  // Each keeps state across steps or epochs: the EMA average, the plateau
+  // schedule's best and counts, early stopping's count; clipping changes
+  // every step.
+  const std::vector<std::string> flags = {
+      "--set=trainer.ema={decay: 0.9 warmup: true}",
+      "--set=trainer.clip_grad={max_norm: 0.5}",
+      "--set=trainer.early_stopping={patience: 5}",
+      "--set=learning_rate.schedule={name: \"plateau\" options { "
+      "[type.googleapis.com/pipeline.PlateauScheduleOptions] { patience: 0 } }}",
+      "--set=checkpoint.best_metric=val_acc_ema"};
+  std::string flag_text;
+  for (const std::string& flag : flags) flag_text += " '" + flag + "'";
+  const std::string root = ::testing::TempDir() + "/resume_recipe";
+  const std::string reference = WriteConfig(root + "/reference", false);
+  ASSERT_EQ(RunTrain("--config=" + reference + flag_text, root + "/reference/log"), 0)
+      << testing::ReadFile(root + "/reference/log");
+  EXPECT_THAT(testing::ReadFile(root + "/reference/out/metrics.jsonl"),
+              HasSubstr("\"val_acc_ema\":"));
+  const std::string dir = root + "/killed";
+  const std::string config = WriteConfig(dir, false);
+  const int kill_at = RandomStep();
+  KillAndResume(dir, config, kill_at, /*ddp=*/false, flags);
+  SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
+  ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
+                  dir + "/out/checkpoint_epoch_2.pt");
+
+  // export_weights --ema writes the average, which differs from the weights.
+  const std::string checkpoint = root + "/reference/out/checkpoint_epoch_2.pt";
+  const std::string exported = root + "/ema_state_dict.pt";
+  ASSERT_EQ(std::system(("tools/export_weights --ema --checkpoint=" + checkpoint + " --output=" +
+                         exported + " > " + root + "/export_log 2>&1").c_str()),
+            0)
+      << testing::ReadFile(root + "/export_log");
+  EXPECT_THAT(testing::ReadFile(root + "/export_log"), HasSubstr(", EMA average (epoch 2"));
+  auto loaded = ReadCheckpoint(checkpoint);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  ASSERT_FALSE(loaded->contents.ema.empty());
+  EXPECT_FALSE(loaded->contents.ema[0].second.equal(loaded->model[0].second));
+}
+
+TEST(ResumeTest, ExportingTheEmaOfARunWithoutOneIsAnError) {
+  const std::string dir = ::testing::TempDir() + "/no_ema";
+  const std::string config = WriteConfig(dir, false);
+  ASSERT_EQ(RunTrain("--config=" + config + " --set=trainer.max_steps=2", dir + "/log"), 0)
+      << testing::ReadFile(dir + "/log");
+  const std::string checkpoint = dir + "/out/checkpoint_epoch_1.pt";
+  const int status = std::system(("tools/export_weights --ema --checkpoint=" + checkpoint +
+                                  " --output=" + dir + "/x.pt > " + dir + "/export_log 2>&1")
+                                     .c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_THAT(testing::ReadFile(dir + "/export_log"),
+              HasSubstr(checkpoint + ": holds no EMA weights (its run had no trainer.ema); "
+                        "leave out --ema"));
 }
 
 TEST(ResumeTest, ACorruptedLatestCheckpointIsPassedOverForThePreviousOne) {

@@ -268,6 +268,44 @@ TEST(TrainCliTest, ABestMetricThatIsNoValidationValueIsRefused) {
       "of: val_loss, val_acc");
 }
 
+TEST(TrainCliTest, AnEmaFigureWithoutEmaIsRefusedAndWithItAccepted) {
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run "
+               "--set=checkpoint.best_metric=val_acc_ema"),
+      "checkpoint.best_metric: \"val_acc_ema\" is not a validation figure of this run; choose "
+      "one of: val_loss, val_acc");
+  const Result with_ema =
+      RunTrain("--config=configs/single.textproto --dry_run "
+               "--set=checkpoint.best_metric=val_acc_ema --set=trainer.ema.decay=0.999");
+  EXPECT_EQ(with_ema.exit_code, 0) << with_ema.output;
+}
+
+TEST(TrainCliTest, OutOfRangeRecipeOptionsNameTheFieldAndTheRange) {
+  // Checked with the rest of the config, each a line under the file's name.
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run --set=trainer.ema.decay=1"),
+      "./configs/single.textproto is not a valid config:\n"
+      "trainer.ema.decay: 1; must be in [0, 1) (0 = off; typical 0.9998)");
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run --set=trainer.clip_grad.max_norm=-1"),
+      "./configs/single.textproto is not a valid config:\n"
+      "trainer.clip_grad.max_norm: -1; must be >= 0 (0 = off)");
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run "
+               "--set='trainer.early_stopping={patience: 3 metric: \"val_f1\"}'"),
+      "trainer.early_stopping.metric: \"val_f1\" is not a validation figure of this run; "
+      "choose one of: val_loss, val_acc");
+}
+
+TEST(TrainCliTest, APlateauScheduleOnAFigureTheRunLacksIsRefused) {
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run --set='learning_rate.schedule={name: "
+               "\"plateau\" options { [type.googleapis.com/pipeline.PlateauScheduleOptions] { "
+               "metric: \"val_acc_top5\" } }}'"),
+      "learning_rate.schedule \"plateau\" options.metric: \"val_acc_top5\" is not a validation "
+      "figure of this run; choose one of: val_loss, val_acc");
+}
+
 TEST(TrainCliTest, NonNumericSetValue) {
   ExpectOneCleanError(RunTrain("--config=configs/single.textproto --set=trainer.epochs=many"),
                       "--set trainer.epochs=many: \"many\" is not a value of type int32 for "

@@ -13,6 +13,8 @@
 // `weights` option. The checkpoint's model plugin must be linked in (all of
 // plugins/all_plugins.bzl are).
 //
+// --ema exports the run's EMA average (trainer.ema) instead.
+//
 // Exit status: 0 written, 2 the checkpoint or the output path is wrong.
 
 #include <unistd.h>
@@ -29,6 +31,8 @@
 
 DEFINE_string(checkpoint, "", "A checkpoint written by train (checkpoint_epoch_N.pt)");
 DEFINE_string(output, "model_state_dict.pt", "Where to write the state dict");
+DEFINE_bool(ema, false,
+            "Export the checkpoint's EMA average (trainer.ema) instead of the raw weights");
 
 namespace pipeline {
 namespace {
@@ -59,14 +63,15 @@ int Main(int argc, char** argv) {
   if (FLAGS_output.empty()) return Fail(absl::InvalidArgumentError("--output: empty"));
   // Building the model checks the tensors against it and gives them
   // torch's state_dict order, which the checkpoint does not keep.
-  auto restored = RestoreModel(FLAGS_checkpoint);
+  auto restored = RestoreModel(FLAGS_checkpoint, FLAGS_ema);
   if (!restored.ok()) return Fail(restored.status());
   const NamedTensors tensors = StateDictOf(*restored->model);
   if (absl::Status status = WriteStateDict(FLAGS_output, tensors); !status.ok()) {
     return Fail(status);
   }
   std::cout << "wrote " << tensors.size() << " tensors of model \""
-            << restored->config.model().name() << "\" (epoch "
+            << restored->config.model().name() << "\"" << (FLAGS_ema ? ", EMA average" : "")
+            << " (epoch "
             << restored->checkpoint.contents.epoch << ", "
             << restored->checkpoint.contents.class_names.size() << " classes) to " << FLAGS_output
             << "\n";

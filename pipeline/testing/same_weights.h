@@ -23,6 +23,13 @@ inline void ExpectSameModel(const std::string& a, const std::string& b) {
     EXPECT_TRUE(first->model[i].second.equal(second->model[i].second)) << first->model[i].first;
   }
   EXPECT_EQ(first->contents.step, second->contents.step);
+  // trainer.ema's average and the hooks' state, where the run keeps them.
+  ASSERT_EQ(first->contents.ema.size(), second->contents.ema.size());
+  for (size_t i = 0; i < first->contents.ema.size(); ++i) {
+    EXPECT_TRUE(first->contents.ema[i].second.equal(second->contents.ema[i].second))
+        << "ema " << first->contents.ema[i].first;
+  }
+  EXPECT_EQ(first->contents.states, second->contents.states);
 }
 
 }  // namespace testing

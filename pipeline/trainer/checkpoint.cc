@@ -262,6 +262,31 @@ absl::Status CheckArchiveSources(const std::string& path) {
   return absl::OkStatus();
 }
 
+// The tensors of a nested archive, in the order they were written.
+std::vector<std::pair<std::string, torch::Tensor>> TensorsOf(
+    torch::serialize::InputArchive& archive) {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (const std::string& key : archive.keys()) {
+    c10::IValue value;
+    archive.read(key, value);
+    if (value.isTensor()) tensors.emplace_back(key, value.toTensor());
+  }
+  return tensors;
+}
+
+// What only some runs write: the EMA average and hooks' state.
+void ReadOptionalParts(torch::serialize::InputArchive& archive, CheckpointContents& contents) {
+  torch::serialize::InputArchive ema;
+  if (archive.try_read("ema", ema)) contents.ema = TensorsOf(ema);
+  torch::serialize::InputArchive states;
+  if (!archive.try_read("states", states)) return;
+  for (auto& [name, tensor] : TensorsOf(states)) {
+    const torch::Tensor values = tensor.to(torch::kDouble).contiguous().view(-1);
+    contents.states[name].assign(values.data_ptr<double>(),
+                                 values.data_ptr<double>() + values.numel());
+  }
+}
+
 }  // namespace
 
 std::string ChecksumPathOf(const std::string& path) { return path + ".crc32c"; }
@@ -333,6 +358,18 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
       archive.write("grad_scale", c10::IValue(contents.grad_scale));
       archive.write("grad_scaler_growth_tracker",
                     c10::IValue(contents.grad_scaler_growth_tracker));
+    }
+    if (!contents.ema.empty()) {
+      torch::serialize::OutputArchive ema_archive;
+      for (const auto& [name, tensor] : contents.ema) ema_archive.write(name, tensor);
+      archive.write("ema", ema_archive);
+    }
+    if (!contents.states.empty()) {
+      torch::serialize::OutputArchive states_archive;
+      for (const auto& [name, values] : contents.states) {
+        states_archive.write(name, torch::tensor(values, torch::kDouble));
+      }
+      archive.write("states", states_archive);
     }
     archive.save_to([&file](const void* data, size_t size) { return file.Write(data, size); });
   });
@@ -431,6 +468,7 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
       loaded.contents.grad_scale = grad_scale.toDouble();
       loaded.contents.grad_scaler_growth_tracker = growth_tracker.toInt();
     }
+    ReadOptionalParts(archive, loaded.contents);
     return absl::OkStatus();
   });
   if (!read.ok()) {

@@ -3,6 +3,7 @@
 
 #include <iosfwd>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -37,6 +38,11 @@ struct CheckpointContents {
   // count of finite steps since it last changed.
   double grad_scale = 0;
   int64_t grad_scaler_growth_tracker = 0;
+  // trainer.ema's average under the model's state_dict names (empty
+  // without EMA).
+  std::vector<std::pair<std::string, torch::Tensor>> ema;
+  // Hooks' named state (TrainContext::saved_state).
+  std::map<std::string, std::vector<double>> states;
 };
 
 // Writes model parameters and buffers (under their state_dict names), the

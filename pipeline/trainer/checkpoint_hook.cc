@@ -7,6 +7,7 @@
 #include "ATen/CPUGeneratorImpl.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/config/config_loader.h"
+#include "pipeline/trainer/model_ema.h"
 #include "pipeline/util/status_macros.h"
 
 namespace pipeline {
@@ -41,6 +42,8 @@ CheckpointContents CheckpointHook::Contents(const TrainContext& context,
     contents.grad_scale = context.scaler->scale();
     contents.grad_scaler_growth_tracker = context.scaler->state().growth_tracker;
   }
+  if (context.ema != nullptr) contents.ema = context.ema->values();
+  contents.states = context.saved_state;
   return contents;
 }
 

@@ -119,6 +119,7 @@ absl::Status JsonEventsHook::OnEpochEnd(TrainContext& context, EpochReport& epoc
   event.Add("validated", epoch.validated)
       .Add("lr", context.position.learning_rate)
       .Add("seconds", epoch.seconds);
+  if (context.stop_after_epoch) event.Add("stopped_early", true);
   return Emit(context, event.ToString());
 }
 

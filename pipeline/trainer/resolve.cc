@@ -87,6 +87,30 @@ void ResolveData(const std::string& path, bool training, const TrainerConfig& tr
   }
 }
 
+// Clipping, EMA and early stopping: each out-of-range value names its
+// field and the range.
+void CheckRecipeOptions(const TrainerConfig& trainer, std::vector<std::string>& errors) {
+  auto require = [&](bool ok, const char* field, double value, const char* range) {
+    if (!ok) errors.push_back(absl::StrCat("trainer.", field, ": ", value, "; must be ", range));
+  };
+  const GradientClippingConfig& clip = trainer.clip_grad();
+  require(clip.max_norm() >= 0, "clip_grad.max_norm", clip.max_norm(), ">= 0 (0 = off)");
+  require(clip.norm_type() >= 0, "clip_grad.norm_type", clip.norm_type(),
+          ">= 0 (2 = euclidean, 0 = the largest absolute value)");
+  require(clip.max_value() >= 0, "clip_grad.max_value", clip.max_value(), ">= 0 (0 = off)");
+  const EmaConfig& ema = trainer.ema();
+  require(ema.decay() >= 0 && ema.decay() < 1, "ema.decay", ema.decay(),
+          "in [0, 1) (0 = off; typical 0.9998)");
+  require(ema.warmup_gamma() > 0, "ema.warmup_gamma", ema.warmup_gamma(), "> 0 (default 1)");
+  require(ema.warmup_power() > 0, "ema.warmup_power", ema.warmup_power(),
+          "> 0 (default 2/3)");
+  require(ema.every_steps() >= 1, "ema.every_steps", ema.every_steps(), "at least 1");
+  const EarlyStoppingConfig& early = trainer.early_stopping();
+  require(early.patience() >= 0, "early_stopping.patience", early.patience(),
+          ">= 0 (0 = never stop early)");
+  require(early.min_delta() >= 0, "early_stopping.min_delta", early.min_delta(), ">= 0");
+}
+
 void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors) {
   auto at_least = [&](const char* field, int64_t value, int64_t minimum) {
     if (value < minimum) {
@@ -121,6 +145,7 @@ void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors
                                   scaler.backoff_factor(), "; must be in (0, 1) (default 0.5)"));
   }
   at_least("grad_scaler.growth_interval", scaler.growth_interval(), 1);
+  CheckRecipeOptions(trainer, errors);
 }
 
 }  // namespace

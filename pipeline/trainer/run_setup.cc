@@ -124,11 +124,11 @@ absl::Status BuildOptimization(const PipelineConfig& config, TrainRun& run) {
   // nor momentum moves them.
   ASSIGN_OR_RETURN(run.optimizer, Registry<Optimizer>::Global().Create(
                                       config.optimizer(), {TrainableParameters(*run.model)}));
-  ASSIGN_OR_RETURN(run.schedule, Registry<LearningRateSchedule>::Global().Create(
-                                     config.learning_rate().schedule(), {}));
   for (auto& group : run.optimizer->param_groups()) {
     run.base_lr.push_back(group.options().get_lr());
   }
+  ASSIGN_OR_RETURN(run.schedule, Registry<LearningRateSchedule>::Global().Create(
+                                     config.learning_rate().schedule(), {run.base_lr[0]}));
   // After base_lr is read: the saved state holds the last scheduled rate.
   if (run.resume) {
     RETURN_IF_ERROR(RestoreOptimizerState(run.resume->path, *run.optimizer));
@@ -150,6 +150,8 @@ absl::Status BuildOptimization(const PipelineConfig& config, TrainRun& run) {
   return absl::OkStatus();
 }
 
+absl::Status CheckValidationFigureNames(const PipelineConfig& config, const TrainRun& run);
+
 absl::Status BuildObjective(const PipelineConfig& config, TrainRun& run) {
   auto loss = Registry<Loss>::Global().Create(
       config.loss(), {static_cast<int64_t>(run.classes.size())});
@@ -158,15 +160,42 @@ absl::Status BuildObjective(const PipelineConfig& config, TrainRun& run) {
   }
   run.loss = std::move(*loss);
   ASSIGN_OR_RETURN(run.metrics, MetricSet::Create(config, run.classes));
-  const std::string& best = config.checkpoint().best_metric();
-  if (config.has_validation_data() && config.checkpoint().keep_best()) {
-    std::vector<std::string> names;
-    for (const std::string& name : run.metrics->Names()) names.push_back("val_" + name);
-    if (std::find(names.begin(), names.end(), best) == names.end()) {
+  return CheckValidationFigureNames(config, run);
+}
+
+// Every option that names a validation figure names one this run has.
+absl::Status CheckValidationFigureNames(const PipelineConfig& config, const TrainRun& run) {
+  std::vector<std::string> names;
+  for (const std::string& name : run.metrics->Names()) names.push_back("val_" + name);
+  if (config.trainer().ema().decay() > 0) {
+    for (const std::string& name : run.metrics->Names()) names.push_back("val_" + name + "_ema");
+  }
+  auto check = [&](const std::string& field, const std::string& value) -> absl::Status {
+    if (!config.has_validation_data()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint.best_metric: \"", best, "\" is not a validation figure of this run; "
-          "choose one of: ", absl::StrJoin(names, ", ")));
+          field, ": \"", value, "\" is a validation figure, and this run has no "
+          "validation_data; add validation_data or remove ", field));
     }
+    if (std::find(names.begin(), names.end(), value) != names.end()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": \"", value, "\" is not a validation figure of this run; choose one of: ",
+                     absl::StrJoin(names, ", ")));
+  };
+  const CheckpointConfig& checkpoint = config.checkpoint();
+  if (config.has_validation_data() && checkpoint.keep_best()) {
+    RETURN_IF_ERROR(check("checkpoint.best_metric", checkpoint.best_metric()));
+  }
+  const EarlyStoppingConfig& early = config.trainer().early_stopping();
+  if (early.patience() > 0) {
+    RETURN_IF_ERROR(check("trainer.early_stopping.metric",
+                          early.has_metric() ? early.metric() : checkpoint.best_metric()));
+  }
+  const std::string monitored = run.schedule->MonitoredFigure();
+  if (!monitored.empty()) {
+    RETURN_IF_ERROR(check(
+        absl::StrCat("learning_rate.schedule \"", config.learning_rate().schedule().name(),
+                     "\" options.metric"),
+        monitored));
   }
   return absl::OkStatus();
 }

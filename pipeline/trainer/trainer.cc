@@ -12,12 +12,15 @@
 #include "absl/strings/str_format.h"
 #include "pipeline/trainer/autocast.h"
 #include "pipeline/trainer/checkpoint_hook.h"
+#include "pipeline/trainer/gradient_clipping.h"
 #include "pipeline/trainer/log_hooks.h"
+#include "pipeline/trainer/model_ema.h"
 #include "pipeline/trainer/nonfinite_guard.h"
 #include "pipeline/trainer/run_hooks.h"
 #include "pipeline/trainer/run_setup.h"
 #include "pipeline/trainer/stop_vote.h"
 #include "pipeline/trainer/trainer_hook.h"
+#include "pipeline/trainer/validation_feedback.h"
 #include "pipeline/trainer/validation_hook.h"
 #include "pipeline/util/status_macros.h"
 
@@ -80,6 +83,7 @@ class TrainingLoop {
       summary.val_loss = report.Value("val_loss");
       summary.val_accuracy = report.Value("val_acc");
       summary.epochs = epoch + 1;
+      if (context_.stop_after_epoch) break;
     }
     summary.steps = context_.position.step;
     summary.skipped_steps = context_.skipped_steps;
@@ -171,6 +175,9 @@ class TrainingLoop {
     ASSIGN_OR_RETURN(report.applied, guard_.ApplyStep(context_, nonfinite_loss));
     const Clock::time_point computed = Clock::now();
     if (report.applied) {
+      // The gradients are complete here: averaged, summed into replica 0,
+      // unscaled.
+      report.grad_norm = ClipGradients(*run_.model, context_.config.trainer().clip_grad());
       RETURN_IF_ERROR(run_.strategy->Step(*run_.optimizer));
       if (run_.scaler) run_.scaler->Update(/*found_inf=*/false);
       AddInto(context_.epoch_sums, report_sums_);
@@ -271,18 +278,29 @@ void PrintHeader(const PipelineConfig& config, const TrainRun& run, std::ostream
       run.strategy->world_size());
 }
 
-// The hooks of `config`, in the order they hear each event: the stop vote
-// before the checkpoint it asks for, validation before whatever reports
-// its figures, checkpoints last (they pick the best by the figures).
+// The hooks of `config`, in the order they hear each event: the EMA
+// update before any step checkpoint, the stop vote before the checkpoint
+// it asks for, validation before whatever acts on or reports its figures,
+// checkpoints last (they pick the best by the figures).
 absl::StatusOr<Hooks> MakeHooks(const PipelineConfig& config, const RunOptions& options,
                                 TrainRun& run, const TrainContext& context) {
   Hooks hooks;
+  if (context.ema != nullptr) {
+    hooks.push_back(std::make_unique<EmaHook>(
+        *context.ema, run.resume ? &run.resume->checkpoint.contents.ema : nullptr));
+  }
   if (config.checkpoint().checkpoint_on_signal()) hooks.push_back(std::make_unique<StopVoteHook>());
   const Loader* validation_loader = nullptr;
   if (run.validation) {
     auto validation = std::make_unique<ValidationHook>(std::move(*run.validation));
     validation_loader = validation->loader();
     hooks.push_back(std::move(validation));
+    if (!run.schedule->MonitoredFigure().empty()) {
+      hooks.push_back(std::make_unique<ScheduleFeedbackHook>(*run.schedule));
+    }
+    if (config.trainer().early_stopping().patience() > 0) {
+      hooks.push_back(std::make_unique<EarlyStoppingHook>(config));
+    }
   }
   if (options.profile_steps > 0) {
     hooks.push_back(std::make_unique<ProfilerHook>(options.profile_steps));
@@ -355,6 +373,12 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
   };
   context.position = {0, run.resume ? run.resume->checkpoint.contents.step : 0, 0,
                       run.steps_per_epoch, run.total_steps, run.epochs, 0};
+  std::optional<ModelEma> ema;
+  if (config.trainer().ema().decay() > 0) {
+    ema.emplace(config.trainer().ema(), *run.model);
+    context.ema = &*ema;
+  }
+  if (run.resume) context.saved_state = run.resume->checkpoint.contents.states;
   ASSIGN_OR_RETURN(Hooks hooks, MakeHooks(config, options, run, context));
   run.model->train();
   return TrainingLoop(run, context, hooks).Run();

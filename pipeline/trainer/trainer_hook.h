@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,8 @@
 #include "pipeline/trainer/trainer.h"
 
 namespace pipeline {
+
+class ModelEma;
 
 // Where the run stands; the loop moves it, hooks read it.
 struct TrainPosition {
@@ -67,6 +71,15 @@ struct TrainContext {
   std::vector<double> epoch_sums;
   // Set by the stop vote: every rank stops after this step.
   bool stop_after_step = false;
+  // Set by early stopping (the same on every rank: it reads validation
+  // figures summed across ranks): the run ends after this epoch's hooks.
+  bool stop_after_epoch = false;
+  // trainer.ema's average, or null.
+  ModelEma* ema = nullptr;
+  // Small named state of hooks (early stopping's counter, a plateau
+  // schedule's factor) that checkpoints keep; a resumed run starts with
+  // the checkpoint's.
+  std::map<std::string, std::vector<double>> saved_state;
   // Optimizer steps skipped for non-finite values since this run started.
   int64_t skipped_steps = 0;
 };
@@ -79,6 +92,9 @@ struct StepReport {
   // gradient communication it did not hide), and in the optimizer step.
   double data_seconds = 0, compute_seconds = 0, update_seconds = 0;
   double communication_wait_seconds = 0;
+  // The gradients' total norm before trainer.clip_grad clipped them (NaN
+  // without norm clipping, or on a skipped step).
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
   // On a logging step (every trainer.log_interval steps and the last):
   // the figures of this rank's steps since the last one, the training
   // speed of this epoch so far (this rank's times the world size) and the

@@ -1,6 +1,7 @@
 #include "pipeline/trainer/validation_hook.h"
 
 #include "pipeline/trainer/autocast.h"
+#include "pipeline/trainer/model_ema.h"
 #include "pipeline/util/status_macros.h"
 #include "torch/csrc/autograd/grad_mode.h"
 
@@ -48,11 +49,29 @@ absl::Status ValidationHook::OnEpochEnd(TrainContext& context, EpochReport& epoc
   if (epoch.validated) {
     ASSIGN_OR_RETURN(last_, Evaluate(context, data_, trainer.max_validation_batches()));
     epoch.validation_samples = last_.samples;
+    if (context.ema != nullptr) {
+      // The same model on the same device under the same strategy, with the
+      // average's weights in it for the pass.
+      context.ema->SwapWith(context.model);
+      absl::StatusOr<Evaluation> averaged =
+          Evaluate(context, data_, trainer.max_validation_batches());
+      context.ema->SwapWith(context.model);
+      if (!averaged.ok()) return averaged.status();
+      last_ema_ = *std::move(averaged);
+    }
   } else if (last_.figures.empty()) {
     last_.figures = context.metrics.Values(context.metrics.EmptySums());
+    if (context.ema != nullptr) last_ema_.figures = last_.figures;
   }
   for (Figure figure : last_.figures) {
     figure.name = "val_" + figure.name;
+    epoch.figures.push_back(std::move(figure));
+  }
+  for (Figure figure : last_ema_.figures) {
+    figure.name = "val_" + figure.name + "_ema";
+    // The epoch line keeps to the raw weights' figures, and the average's
+    // top-1 accuracy.
+    figure.on_epoch_line = figure.name == "val_acc_ema";
     epoch.figures.push_back(std::move(figure));
   }
   return absl::OkStatus();

@@ -24,7 +24,7 @@ absl::StatusOr<Evaluation> Evaluate(TrainContext& context, DataPipeline& data,
 // After every trainer.validate_every_epochs epochs and after the last: the
 // validation figures join the epoch's as val_<name>. Between validations
 // the epoch carries the last ones (validated: false), as the events always
-// did.
+// did. With trainer.ema the average is validated too: val_<name>_ema.
 class ValidationHook : public TrainerHook {
  public:
   explicit ValidationHook(DataPipeline validation) : data_(std::move(validation)) {}
@@ -34,6 +34,7 @@ class ValidationHook : public TrainerHook {
  private:
   DataPipeline data_;
   Evaluation last_;
+  Evaluation last_ema_;  // of trainer.ema's average, when there is one
 };
 
 }  // namespace pipeline

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/data/loader.h"
 #include "pipeline/trainer/hook_test_util.h"
+#include "pipeline/trainer/model_ema.h"
 
 namespace pipeline {
 namespace {
@@ -175,6 +176,34 @@ TEST(ValidationHookTest, FiguresWithoutMetricsAreTheLossOnly) {
   EXPECT_TRUE(epoch.validated);
   EXPECT_THAT(NamesOf(epoch.figures), ElementsAre("val_loss"));
   EXPECT_EQ(epoch.validation_samples, 3);
+}
+
+// With trainer.ema the average is validated too, with its own weights, and
+// the model keeps its own afterwards.
+TEST(ValidationHookTest, TheEmaAverageIsValidatedBesideTheWeights) {
+  HookTestRun run(ParseConfig("trainer { ema { decay: 0.5 } } metrics { name: \"accuracy\" }"));
+  run.position().epochs = 1;
+  ModelEma ema(run.config().trainer().ema(), run.model());  // the initial weights
+  run.context().ema = &ema;
+  const Expected averaged = Compute(run.model(), {0, 1, 2, 3, 4, 5});
+  {
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor parameter : run.model().parameters()) parameter.zero_();
+  }
+  ValidationHook hook(TinyData(6));
+  EpochReport epoch;
+  epoch.epoch = 1;
+  HOOK_TEST_ASSERT_OK(hook.OnEpochEnd(run.context(), epoch));
+  EXPECT_THAT(NamesOf(epoch.figures), ElementsAre("val_loss", "val_acc", "val_loss_ema",
+                                                  "val_acc_ema"));
+  EXPECT_NEAR(epoch.Value("val_loss"), std::log(3.0), 1e-5);
+  EXPECT_NEAR(epoch.Value("val_loss_ema"), averaged.loss_sum / 6, 1e-5);
+  EXPECT_DOUBLE_EQ(epoch.Value("val_acc_ema"), averaged.correct / 6);
+  EXPECT_TRUE(epoch.Find("val_acc_ema")->on_epoch_line);
+  EXPECT_FALSE(epoch.Find("val_loss_ema")->on_epoch_line);
+  for (const torch::Tensor& parameter : run.model().parameters()) {
+    EXPECT_EQ(parameter.abs().sum().item<double>(), 0.0);
+  }
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 
 namespace pipeline {
 
-absl::StatusOr<RestoredModel> RestoreModel(const std::string& checkpoint_path) {
+absl::StatusOr<RestoredModel> RestoreModel(const std::string& checkpoint_path, bool ema) {
   RestoredModel restored;
   ASSIGN_OR_RETURN(restored.checkpoint, ReadCheckpoint(checkpoint_path));
   const LoadedCheckpoint& checkpoint = restored.checkpoint;
@@ -37,8 +37,12 @@ absl::StatusOr<RestoredModel> RestoreModel(const std::string& checkpoint_path) {
                         absl::StrCat(checkpoint_path, ": building the model of its config: ",
                                      model.status().message()));
   }
-  if (absl::Status status =
-          LoadStateDict(**model, checkpoint.model, checkpoint_path, /*log=*/nullptr);
+  if (ema && checkpoint.contents.ema.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        checkpoint_path, ": holds no EMA weights (its run had no trainer.ema); leave out --ema"));
+  }
+  if (absl::Status status = LoadStateDict(**model, ema ? checkpoint.contents.ema : checkpoint.model,
+                                          checkpoint_path, /*log=*/nullptr);
       !status.ok()) {
     return absl::Status(status.code(),
                         absl::StrCat("model \"", restored.config.model().name(),

@@ -24,7 +24,9 @@ struct RestoredModel {
 // Builds the model the checkpoint's config describes (its model plugin must
 // be linked in) and loads the checkpoint's weights into it; an error names
 // the file and, for weights that do not fit, every offending tensor.
-absl::StatusOr<RestoredModel> RestoreModel(const std::string& checkpoint_path);
+// `ema`: the checkpoint's trainer.ema average instead of the raw weights
+// (an error naming the file where the run kept none).
+absl::StatusOr<RestoredModel> RestoreModel(const std::string& checkpoint_path, bool ema = false);
 
 }  // namespace pipeline
 
