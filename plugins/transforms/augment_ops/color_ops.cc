@@ -1,0 +1,126 @@
+#include "plugins/transforms/augment_ops/color_ops.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace pipeline {
+namespace augment_ops {
+namespace {
+
+// Tensor.to(torch.uint8) of a float32 value clamped to [0, 255]: truncation.
+uint8_t Truncate(float v) { return static_cast<uint8_t>(std::min(std::max(v, 0.0f), 255.0f)); }
+
+// _blurred_degenerate_image: the 3x3 kernel (float32 1/13 and 5/13) over the
+// inner pixels, rounded half to even; the border keeps its values. The sum
+// of 9 u8 values times n/13 lies at least 1/26 from a .5, so torch's
+// summation order (its conv2d) cannot change the rounding.
+std::vector<uint8_t> Smoothed(const Image& image) {
+  const float side = 1.0f / 13.0f, center = 5.0f / 13.0f;
+  const int h = image.height, w = image.width, c = image.channels;
+  std::vector<uint8_t> out = image.u8;
+  for (int y = 1; y + 1 < h; ++y) {
+    for (int x = 1; x + 1 < w; ++x) {
+      for (int ch = 0; ch < c; ++ch) {
+        float sum = 0;
+        for (int dy = -1; dy <= 1; ++dy) {
+          for (int dx = -1; dx <= 1; ++dx) {
+            const size_t at = ((static_cast<size_t>(y + dy)) * w + (x + dx)) * c + ch;
+            sum += static_cast<float>(image.u8[at]) * (dx == 0 && dy == 0 ? center : side);
+          }
+        }
+        out[(static_cast<size_t>(y) * w + x) * c + ch] = static_cast<uint8_t>(std::nearbyint(sum));
+      }
+    }
+  }
+  return out;
+}
+
+// The values of channel `ch`, in pixel order.
+template <typename Fn>
+void ForChannel(Image& image, int ch, Fn&& fn) {
+  for (size_t i = ch; i < image.u8.size(); i += image.channels) fn(image.u8[i]);
+}
+
+// _scale_channel's lookup table, or none (an empty table) when its step is 0.
+std::vector<uint8_t> EqualizeTable(const std::array<int64_t, 256>& hist) {
+  int64_t total = 0, last = 0;
+  for (int64_t count : hist) {
+    if (count == 0) continue;
+    total += count;
+    last = count;
+  }
+  const int64_t step = (total - last) / 255;
+  if (step == 0) return {};
+  // lut[v] = (cumsum[v - 1] + step // 2) // step, lut[0] = 0, clamped.
+  std::vector<uint8_t> table(256, 0);
+  int64_t cumsum = 0;
+  for (int v = 1; v < 256; ++v) {
+    cumsum += hist[v - 1];
+    table[v] = static_cast<uint8_t>(std::min<int64_t>((cumsum + step / 2) / step, 255));
+  }
+  return table;
+}
+
+}  // namespace
+
+void AdjustSharpness(Image& image, double factor) {
+  if (image.height <= 2 || image.width <= 2) return;
+  const std::vector<uint8_t> smoothed = Smoothed(image);
+  // _blend: ratio * img + (1 - ratio) * smoothed, float32, truncated.
+  const float ratio = static_cast<float>(factor);
+  const float rest = static_cast<float>(1.0 - factor);
+  for (size_t i = 0; i < image.u8.size(); ++i) {
+    image.u8[i] = Truncate(ratio * static_cast<float>(image.u8[i]) +
+                           rest * static_cast<float>(smoothed[i]));
+  }
+}
+
+void Posterize(Image& image, int bits) {
+  // -2^(8 - bits) as a uint8 mask: the low 8 - bits bits cleared.
+  const uint8_t mask = static_cast<uint8_t>(-(1 << (8 - bits)));
+  for (uint8_t& v : image.u8) v &= mask;
+}
+
+void Solarize(Image& image, double threshold) {
+  const float t = static_cast<float>(threshold);
+  for (uint8_t& v : image.u8) {
+    if (static_cast<float>(v) >= t) v = static_cast<uint8_t>(255 - v);
+  }
+}
+
+void AutoContrast(Image& image) {
+  for (int ch = 0; ch < image.channels; ++ch) {
+    uint8_t lo = 255, hi = 0;
+    ForChannel(image, ch, [&](uint8_t& v) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    });
+    float minimum = lo;
+    // bound / tensor is Tensor.__rtruediv__: reciprocal() * bound.
+    float scale = (1.0f / (static_cast<float>(hi) - minimum)) * 255.0f;
+    // A constant channel: torchvision replaces the infinite scale.
+    if (!std::isfinite(scale)) {
+      minimum = 0;
+      scale = 1;
+    }
+    ForChannel(image, ch, [&](uint8_t& v) {
+      v = Truncate((static_cast<float>(v) - minimum) * scale);
+    });
+  }
+}
+
+void Equalize(Image& image) {
+  for (int ch = 0; ch < image.channels; ++ch) {
+    std::array<int64_t, 256> hist{};
+    ForChannel(image, ch, [&](uint8_t& v) { ++hist[v]; });
+    const std::vector<uint8_t> table = EqualizeTable(hist);
+    if (table.empty()) continue;
+    ForChannel(image, ch, [&](uint8_t& v) { v = table[v]; });
+  }
+}
+
+}  // namespace augment_ops
+}  // namespace pipeline
