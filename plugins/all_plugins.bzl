@@ -1,6 +1,8 @@
 """The plugins linked into the tools. Adding an in-tree plugin = its folder plus one line here."""
 
 ALL_PLUGINS = [
+    "//plugins/batch_transforms/cutmix",
+    "//plugins/batch_transforms/mixup",
     "//plugins/datasets/fashion_mnist",
     "//plugins/datasets/image_folder",
     "//plugins/datasets/synthetic",
@@ -37,10 +39,13 @@ ALL_PLUGINS = [
     "//plugins/transforms/grayscale_to_rgb",
     "//plugins/transforms/normalize",
     "//plugins/transforms/pad",
+    "//plugins/transforms/rand_augment",
     "//plugins/transforms/random_crop",
     "//plugins/transforms/random_erasing",
     "//plugins/transforms/random_horizontal_flip",
     "//plugins/transforms/random_resized_crop",
+    "//plugins/transforms/random_rotation",
     "//plugins/transforms/resize",
     "//plugins/transforms/to_float",
+    "//plugins/transforms/trivial_augment_wide",
 ]

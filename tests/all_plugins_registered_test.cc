@@ -30,7 +30,7 @@ TEST(AllPluginsRegisteredTest, EveryListedPluginIsRegisteredUnderItsFolderName) 
 TEST(AllPluginsRegisteredTest, EveryKindHasPlugins) {
   std::set<std::string> kinds;
   for (const PluginInfo& info : RegistryIndex::Global().ListAll()) kinds.insert(info.kind);
-  EXPECT_EQ(kinds, (std::set<std::string>{"dataset", "loss", "metric", "model", "optimizer",
+  EXPECT_EQ(kinds, (std::set<std::string>{"batch_transform", "dataset", "loss", "metric", "model", "optimizer",
                                           "sampler", "schedule", "strategy", "transform"}));
 }
 

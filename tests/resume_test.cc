@@ -118,17 +118,19 @@ TEST(ResumeTest, TwoProcessDdpKilledAndResumedEndsBitwiseEqual) {
                   dir + "/out/checkpoint_epoch_2.pt");
 }
 
-TEST(ResumeTest, WithEmaClippingPlateauAndEarlyStoppingKilledAndResumedEndsBitwiseEqual) {
+TEST(ResumeTest, WithTheRecipeOptionsKilledAndResumedEndsBitwiseEqual) {
   // Each keeps state across steps or epochs: the EMA average, the plateau
   // schedule's best and counts, early stopping's count; clipping changes
-  // every step.
+  // every step; mixup and cutmix draw from the step's own random stream.
   const std::vector<std::string> flags = {
       "--set=trainer.ema={decay: 0.9 warmup: true}",
       "--set=trainer.clip_grad={max_norm: 0.5}",
       "--set=trainer.early_stopping={patience: 5}",
       "--set=learning_rate.schedule={name: \"plateau\" options { "
       "[type.googleapis.com/pipeline.PlateauScheduleOptions] { patience: 0 } }}",
-      "--set=checkpoint.best_metric=val_acc_ema"};
+      "--set=checkpoint.best_metric=val_acc_ema",
+      "--set=train_data.batch_transforms={name: \"mixup\" options { "
+      "[type.googleapis.com/pipeline.MixupOptions] { cutmix_alpha: 1.0 } }}"};
   std::string flag_text;
   for (const std::string& flag : flags) flag_text += " '" + flag + "'";
   const std::string root = ::testing::TempDir() + "/resume_recipe";

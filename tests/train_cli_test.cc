@@ -306,6 +306,22 @@ TEST(TrainCliTest, APlateauScheduleOnAFigureTheRunLacksIsRefused) {
       "figure of this run; choose one of: val_loss, val_acc");
 }
 
+TEST(TrainCliTest, MixingValidationDataIsRefused) {
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run "
+               "--set='validation_data.batch_transforms={name: \"mixup\"}'"),
+      "./configs/single.textproto is not a valid config:\n"
+      "validation_data.batch_transforms: \"mixup\" on validation data; validation is never "
+      "mixed: move it to train_data.batch_transforms");
+}
+
+TEST(TrainCliTest, MixupOnTheDefaultDataPassesADryRun) {
+  const Result result =
+      RunTrain("--config=configs/single.textproto --dry_run "
+               "--set='train_data.batch_transforms={name: \"cutmix\"}'");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
 TEST(TrainCliTest, NonNumericSetValue) {
   ExpectOneCleanError(RunTrain("--config=configs/single.textproto --set=trainer.epochs=many"),
                       "--set trainer.epochs=many: \"many\" is not a value of type int32 for "

@@ -93,6 +93,9 @@ struct LoaderOptions {
 struct Batch {
   at::Tensor images;  // N x C x H x W, float32
   at::Tensor labels;  // N, int64
+  // N x classes class probabilities from batch transforms (mixup, cutmix),
+  // the loss's targets where defined; undefined otherwise.
+  at::Tensor targets;
   // Positions of this batch whose sample failed (replaced or dropped).
   std::vector<SkippedSample> skipped;
 };

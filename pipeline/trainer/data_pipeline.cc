@@ -91,6 +91,15 @@ absl::StatusOr<DataPipeline> BuildData(const std::string& path, const DataConfig
                      MapClasses(training_classes, data.dataset->class_names()));
   }
   data.loader = std::make_unique<Loader>(data.dataset.get(), transforms, options);
+  const int64_t classes = static_cast<int64_t>(data.dataset->class_names().size());
+  for (int i = 0; i < config.batch_transforms_size(); ++i) {
+    auto transform = Registry<BatchTransform>::Global().Create(config.batch_transforms(i),
+                                                               {classes});
+    if (!transform.ok()) {
+      return Prefixed(path, absl::StrCat("batch_transforms[", i, "]"), transform.status());
+    }
+    data.batch_transforms.push_back(std::move(*transform));
+  }
   return data;
 }
 

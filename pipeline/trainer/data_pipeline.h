@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "pipeline/config/pipeline.pb.h"
 #include "pipeline/data/loader.h"
+#include "pipeline/interfaces/batch_transform.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/interfaces/sampler.h"
 #include "pipeline/interfaces/strategy.h"
@@ -22,6 +23,8 @@ struct DataPipeline {
   std::vector<std::unique_ptr<Transform>> transforms;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<Loader> loader;
+  // Training data only: applied by the training loop to each whole batch.
+  std::vector<std::unique_ptr<BatchTransform>> batch_transforms;
 };
 
 // The data of config slot `path` ("train_data", "validation_data").

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/any.pb.h"
 #include "google/protobuf/descriptor.h"
+#include "pipeline/interfaces/batch_transform.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/interfaces/loss.h"
 #include "pipeline/interfaces/metric.h"
@@ -66,6 +67,16 @@ void ResolveData(const std::string& path, bool training, const TrainerConfig& tr
   for (int i = 0; i < data->transforms_size(); ++i) {
     ResolvePlugin<Transform>(absl::StrCat(path, ".transforms[", i, "]"),
                              data->mutable_transforms(i), errors);
+  }
+  for (int i = 0; i < data->batch_transforms_size(); ++i) {
+    ResolvePlugin<BatchTransform>(absl::StrCat(path, ".batch_transforms[", i, "]"),
+                                  data->mutable_batch_transforms(i), errors);
+  }
+  if (!training && data->batch_transforms_size() > 0) {
+    errors.push_back(absl::StrCat(path, ".batch_transforms: \"",
+                                  data->batch_transforms(0).name(),
+                                  "\" on validation data; validation is never mixed: move it to "
+                                  "train_data.batch_transforms"));
   }
   // Where no sampler is given, the defaults shuffle what is trained on and
   // keep the order of what is measured.

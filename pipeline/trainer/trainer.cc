@@ -30,6 +30,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Hooks = std::vector<std::unique_ptr<TrainerHook>>;
 
+// Keeps the batch transforms' random streams apart from the samples'.
+constexpr uint64_t kBatchMixing = 0x62617463686d6978ULL;
+
 double SecondsBetween(Clock::time_point start, Clock::time_point end) {
   return std::chrono::duration<double>(end - start).count();
 }
@@ -165,6 +168,7 @@ class TrainingLoop {
     for (int k = 0; k < context_.config.trainer().accumulate_steps(); ++k) {
       ASSIGN_OR_RETURN(std::optional<Batch> batch, run_.train.loader->Next());
       if (!batch) return std::nullopt;
+      RETURN_IF_ERROR(ApplyBatchTransforms(*batch, k));
       batches.push_back(std::move(*batch));
     }
     const Clock::time_point data_ready = Clock::now();
@@ -191,6 +195,23 @@ class TrainingLoop {
     return report;
   }
 
+  // train_data.batch_transforms (mixup, cutmix) on micro-batch `k` of this
+  // step, with randomness of its own: a function of the seed, the step and
+  // the rank, so a resumed run mixes as an uninterrupted one.
+  absl::Status ApplyBatchTransforms(Batch& batch, int k) {
+    if (run_.train.batch_transforms.empty()) return absl::OkStatus();
+    const uint64_t stream = static_cast<uint64_t>(context_.communicator.rank()) *
+                                context_.config.trainer().accumulate_steps() + k;
+    SampleRandom random(SampleRandom::Mix(context_.config.trainer().seed()) ^ kBatchMixing,
+                        context_.position.step, stream);
+    torch::Tensor targets = batch.labels;
+    for (const auto& transform : run_.train.batch_transforms) {
+      RETURN_IF_ERROR(transform->Apply(batch.images, targets, random));
+    }
+    batch.targets = targets;
+    return absl::OkStatus();
+  }
+
   // Forward and backward of every batch of the step; the step's figures
   // (of its finite batches) go to report_sums_. Returns the first
   // non-finite batch loss, if any: decided after the step's every batch,
@@ -210,12 +231,17 @@ class TrainingLoop {
     std::optional<double> nonfinite_loss;
     for (int k = 0; k < accumulate; ++k) {
       const Batch& batch = batches[k];
+      // Mixed batches are learned from their soft targets and counted in
+      // the metrics under their dominant class.
+      const torch::Tensor& targets = batch.targets.defined() ? batch.targets : batch.labels;
+      const torch::Tensor labels =
+          batch.targets.defined() ? batch.targets.argmax(1) : batch.labels;
       run_.strategy->SetGradientSynchronization(k + 1 == accumulate);
       AutocastScope autocast(trainer);
       ASSIGN_OR_RETURN(StepOutput output,
                        run_.strategy->ForwardBackward(*run_.model,
-                                                      ModelInput(batch.images, trainer),
-                                                      batch.labels, loss_function));
+                                                      ModelInput(batch.images, trainer), targets,
+                                                      loss_function));
       report.images += batch.labels.size(0);
       report.communication_wait_seconds += output.communication_wait_seconds;
       const torch::Tensor logits = output.logits.to(at::kFloat);
@@ -224,13 +250,13 @@ class TrainingLoop {
       // logits instead (a few operations on B x classes).
       const double batch_loss =
           run_.scaler
-              ? run_.loss->Compute(logits, batch.labels, at::Reduction::Mean).item<double>()
+              ? run_.loss->Compute(logits, targets, at::Reduction::Mean).item<double>()
               : output.loss.item<double>() * accumulate;
       if (!std::isfinite(batch_loss)) {
         if (!nonfinite_loss) nonfinite_loss = batch_loss;
         continue;
       }
-      run_.metrics->Add(logits, batch.labels, batch_loss * batch.labels.size(0), report_sums_);
+      run_.metrics->Add(logits, labels, batch_loss * labels.size(0), report_sums_);
     }
     return nonfinite_loss;
   }
