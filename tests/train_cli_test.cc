@@ -155,6 +155,16 @@ TEST(TrainCliTest, OutputFolderRecordsEachStartAndResumedCurvesContinue) {
   EXPECT_THAT(svg, HasSubstr("train loss, epoch 2:"));
 }
 
+// Every shipped Fashion-MNIST recipe is a valid config on the default data.
+TEST(TrainCliTest, DryRunOfTheFashionMnistRecipes) {
+  for (const char* config : {"configs/fashion_mnist_fast.textproto",
+                             "configs/fashion_mnist_best.textproto"}) {
+    Result result = RunTrain(absl::StrCat("--config=", config, " --dry_run"));
+    EXPECT_EQ(result.exit_code, 0) << config << "\n" << result.output;
+    EXPECT_THAT(result.output, HasSubstr("model resnet")) << config;
+  }
+}
+
 // The shipped JPEG config, pointed at a real folder, builds every plugin with
 // the options as resolved (defaults filled in).
 TEST(TrainCliTest, DryRunOfTheCatsVsDogsConfigOnAnImageFolder) {

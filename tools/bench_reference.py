@@ -25,12 +25,15 @@ def jpeg_rate(root, images, batch_size):
     for name in sorted(os.listdir(root)):
         folder = os.path.join(root, name)
         paths += [os.path.join(folder, f) for f in sorted(os.listdir(folder))]
-    # torchvision's ImageFolder loader and the cats_vs_dogs training transforms.
+    # torchvision's ImageFolder loader and the cats_vs_dogs training transforms
+    # (TrivialAugmentWide on the PIL image, as torchvision's reference recipe).
     transform = transforms.Compose([
         transforms.RandomResizedCrop(224),
         transforms.RandomHorizontalFlip(),
+        transforms.TrivialAugmentWide(),
         transforms.ToTensor(),
         transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
+        transforms.RandomErasing(p=0.1),
     ])
 
     def load(path):
