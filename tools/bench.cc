@@ -106,6 +106,16 @@ DEFINE_bool(compute_bf16, false, "--compute_child: with trainer.precision: BF16_
 namespace pipeline {
 namespace {
 
+// "random_resized_crop + random_horizontal_flip + ...": a config's training
+// transforms, as the table names the pipeline it measured.
+std::string TransformNames(const PipelineConfig& config) {
+  std::vector<std::string> names;
+  for (const PluginConfig& transform : config.train_data().transforms()) {
+    names.push_back(transform.name());
+  }
+  return absl::StrJoin(names, " + ");
+}
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -672,9 +682,8 @@ int Main() {
   PipelineConfig fmnist = LoadResolved(FLAGS_fashion_mnist_config);
   if (sections.count("data")) {
     jpeg_data = DataPipelineRate(jpeg);
-    table.Add({absl::StrFormat("data pipeline, 1 thread: JPEG 500x375 -> random_resized_crop %s "
-                               "+ flip + normalize",
-                               jpeg_data->sample_shape),
+    table.Add({absl::StrFormat("data pipeline, 1 thread: JPEG 500x375 -> %s (%s)",
+                               TransformNames(jpeg), jpeg_data->sample_shape),
                absl::StrFormat("%.1f", jpeg_data->images_per_sec),
                Ratio(jpeg_data->images_per_sec, ceiling), "compute ceiling"});
     // Every image of the corpus kept (0.54 MiB each) after the
@@ -720,8 +729,8 @@ int Main() {
         std::cerr << "bench: " << script << " failed:\n" << Tail(python.output) << "\n";
         table.Add({"Python reference (PIL + torchvision)", "failed", "-", "-"});
       } else {
-        table.Add({"Python reference, 1 thread: JPEG, PIL + torchvision RandomResizedCrop(224) "
-                   "+ flip + ToTensor + Normalize",
+        table.Add({"Python reference, 1 thread: JPEG, PIL + torchvision, the same transforms "
+                   "(tools/bench_reference.py)",
                    absl::StrFormat("%.1f", *jpeg_rate),
                    jpeg_data ? Ratio(jpeg_data->images_per_sec, *jpeg_rate) : "-",
                    "C++ pipeline / Python"});
