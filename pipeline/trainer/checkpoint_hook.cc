@@ -69,9 +69,7 @@ absl::Status CheckpointHook::OnStepEnd(TrainContext& context, const StepReport&)
 bool CheckpointHook::Improves(const TrainContext& context, const EpochReport& epoch) const {
   const std::string& name = context.config.checkpoint().best_metric();
   const Figure* figure = epoch.Find(name);
-  if (!epoch.validated || figure == nullptr || std::isnan(figure->value)) return false;
-  if (std::isnan(best_value_)) return true;
-  return figure->higher_is_better ? figure->value > best_value_ : figure->value < best_value_;
+  return epoch.validated && figure != nullptr && BeatsBest(*figure, best_value_);
 }
 
 absl::Status CheckpointHook::OnEpochEnd(TrainContext& context, EpochReport& epoch) {

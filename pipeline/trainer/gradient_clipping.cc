@@ -35,6 +35,10 @@ torch::Tensor TotalNorm(const std::vector<torch::Tensor>& gradients, double norm
 }  // namespace
 
 double ClipGradients(Model& model, const GradientClippingConfig& config) {
+  // Called on every step: nothing to collect when clipping is off.
+  if (config.max_value() <= 0 && config.max_norm() <= 0) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
   torch::NoGradGuard no_grad;
   const std::vector<torch::Tensor> gradients = Gradients(model);
   if (config.max_value() > 0) {

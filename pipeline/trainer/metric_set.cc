@@ -1,10 +1,18 @@
 #include "pipeline/trainer/metric_set.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 
 namespace pipeline {
+
+bool BeatsBest(const Figure& figure, double best, double min_delta) {
+  if (std::isnan(figure.value)) return false;
+  if (std::isnan(best)) return true;
+  return figure.higher_is_better ? figure.value > best + min_delta
+                                 : figure.value < best - min_delta;
+}
 
 absl::StatusOr<MetricSet> MetricSet::Create(const PipelineConfig& config,
                                             const std::vector<std::string>& classes) {

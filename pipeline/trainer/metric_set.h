@@ -25,6 +25,10 @@ struct Figure {
   bool higher_is_better = true;
 };
 
+// Whether `figure` beats `best` (NaN: none yet) by more than `min_delta`
+// in its own direction; a NaN figure never does.
+bool BeatsBest(const Figure& figure, double best, double min_delta = 0);
+
 class MetricSet {
  public:
   // The metric plugins of config.metrics, for data with `classes`. A metric

@@ -1,5 +1,6 @@
 #include "pipeline/trainer/metric_set.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -164,6 +165,19 @@ TEST(MetricSetTest, ErrorsNameTheMetricsEntry) {
   ASSERT_FALSE(no_classes.ok());
   EXPECT_THAT(std::string(no_classes.status().message()),
               HasSubstr("metrics[0]: metric \"metric_set_test_fake\": needs classes"));
+}
+
+TEST(BeatsBestTest, InTheFiguresDirectionByMoreThanMinDelta) {
+  const Figure accuracy{"acc", 0.9, true, true}, loss{"loss", 0.3, true, false};
+  const double none = std::nan("");
+  EXPECT_TRUE(BeatsBest(accuracy, none));
+  EXPECT_TRUE(BeatsBest(accuracy, 0.8));
+  EXPECT_FALSE(BeatsBest(accuracy, 0.9));
+  EXPECT_FALSE(BeatsBest(accuracy, 0.85, 0.1));
+  EXPECT_TRUE(BeatsBest(loss, 0.4));
+  EXPECT_FALSE(BeatsBest(loss, 0.2));
+  EXPECT_FALSE(BeatsBest(loss, 0.35, 0.1));
+  EXPECT_FALSE(BeatsBest(Figure{"acc", none, true, true}, none));
 }
 
 }  // namespace

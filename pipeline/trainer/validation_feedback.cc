@@ -35,12 +35,8 @@ absl::Status EarlyStoppingHook::OnRunStart(TrainContext& context) {
 absl::Status EarlyStoppingHook::OnEpochEnd(TrainContext& context, EpochReport& epoch) {
   const Figure* figure = epoch.Find(metric_);
   if (!epoch.validated || figure == nullptr) return absl::OkStatus();
-  const double value = figure->value;
-  const bool improved = std::isnan(best_) || (figure->higher_is_better
-                                                  ? value > best_ + min_delta_
-                                                  : value < best_ - min_delta_);
-  if (improved) {
-    best_ = value;
+  if (BeatsBest(*figure, best_, min_delta_)) {
+    best_ = figure->value;
     validations_without_improvement_ = 0;
   } else {
     ++validations_without_improvement_;

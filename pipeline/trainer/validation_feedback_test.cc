@@ -1,5 +1,6 @@
 #include "pipeline/trainer/validation_feedback.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,14 @@ TEST(EarlyStoppingHookTest, MinDeltaAndALossFigure) {
   EarlyStoppingHook hook(run.config());
   // val_loss = 1 - acc: 0.5, 0.4 (better by 0.1), 0.37 (by 0.03: not enough).
   EXPECT_EQ(StopEpoch(run, hook, {0.5, 0.6, 0.63}), 3);
+}
+
+// A NaN figure (a diverged run) is never an improvement, as for
+// checkpoint_best.pt.
+TEST(EarlyStoppingHookTest, ANanFigureCountsAsNoImprovement) {
+  HookTestRun run(ParseConfig("trainer { early_stopping { patience: 2 } }"));
+  EarlyStoppingHook hook(run.config());
+  EXPECT_EQ(StopEpoch(run, hook, {std::nan(""), 0.5, std::nan(""), std::nan("")}), 4);
 }
 
 TEST(EarlyStoppingHookTest, EpochsWithoutValidationDoNotCount) {

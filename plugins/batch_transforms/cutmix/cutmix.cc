@@ -35,26 +35,13 @@ absl::Status Validate(const CutmixOptions& options, int64_t classes) {
   return ValidateMixSettings(SettingsOf(options), classes, "alpha");
 }
 
-class Cutmix : public BatchTransform {
- public:
-  Cutmix(const MixSettings& settings, int64_t classes) : settings_(settings), classes_(classes) {}
-  absl::Status Apply(torch::Tensor& images, torch::Tensor& targets,
-                     SampleRandom& random) const override {
-    return ApplyMix(settings_, classes_, images, targets, random);
-  }
-
- private:
-  const MixSettings settings_;
-  const int64_t classes_;
-};
-
 PIPELINE_REGISTER_PLUGIN(
     BatchTransform, "cutmix", CutmixOptions,
     "timm's CutMix: a box of the batch's mirror pasted into each image, soft targets",
     [](const CutmixOptions& options, const BatchTransformContext& context)
         -> absl::StatusOr<std::unique_ptr<BatchTransform>> {
       if (absl::Status valid = Validate(options, context.num_classes); !valid.ok()) return valid;
-      return std::make_unique<Cutmix>(SettingsOf(options), context.num_classes);
+      return std::make_unique<MixBatchTransform>(SettingsOf(options), context.num_classes);
     },
     [](const CutmixOptions& options) { return Validate(options, /*classes=*/2); });
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "pipeline/interfaces/batch_transform.h"
 #include "pipeline/interfaces/random.h"
 #include "torch/types.h"
 
@@ -49,6 +50,21 @@ void CutmixImages(torch::Tensor& images, const Box& box);
 // mixup_target on one batch.
 absl::Status ApplyMix(const MixSettings& settings, int64_t classes, torch::Tensor& images,
                       torch::Tensor& targets, SampleRandom& random);
+
+// The batch transform of `mixup` and `cutmix`: ApplyMix with fixed settings.
+class MixBatchTransform : public BatchTransform {
+ public:
+  MixBatchTransform(const MixSettings& settings, int64_t classes)
+      : settings_(settings), classes_(classes) {}
+  absl::Status Apply(torch::Tensor& images, torch::Tensor& targets,
+                     SampleRandom& random) const override {
+    return ApplyMix(settings_, classes_, images, targets, random);
+  }
+
+ private:
+  const MixSettings settings_;
+  const int64_t classes_;
+};
 
 // The settings' ranges, as config errors naming the field.
 absl::Status ValidateMixSettings(const MixSettings& settings, int64_t classes,

@@ -27,19 +27,6 @@ MixSettings SettingsOf(const MixupOptions& options) {
   return settings;
 }
 
-class Mixup : public BatchTransform {
- public:
-  Mixup(const MixSettings& settings, int64_t classes) : settings_(settings), classes_(classes) {}
-  absl::Status Apply(torch::Tensor& images, torch::Tensor& targets,
-                     SampleRandom& random) const override {
-    return ApplyMix(settings_, classes_, images, targets, random);
-  }
-
- private:
-  const MixSettings settings_;
-  const int64_t classes_;
-};
-
 PIPELINE_REGISTER_PLUGIN(
     BatchTransform, "mixup", MixupOptions,
     "timm's Mixup: batches mixed with their mirror, soft targets (optionally cutmix too)",
@@ -50,7 +37,7 @@ PIPELINE_REGISTER_PLUGIN(
           !valid.ok()) {
         return valid;
       }
-      return std::make_unique<Mixup>(settings, context.num_classes);
+      return std::make_unique<MixBatchTransform>(settings, context.num_classes);
     },
     [](const MixupOptions& options) {
       return ValidateMixSettings(SettingsOf(options), /*classes=*/2, "alpha");

@@ -180,6 +180,20 @@ absl::Status CheckTakes(const Image& image, absl::string_view transform) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateU8Fill(const std::vector<float>& fill, absl::string_view transform) {
+  if (fill.size() != 0 && fill.size() != 1 && fill.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        transform, ": fill takes 1 value or one per channel (1 or 3), got ", fill.size()));
+  }
+  for (float v : fill) {
+    if (!(v >= 0 && v <= 255)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(transform, ": fill must be in [0, 255] (u8 values), got ", v));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ApplyOp(Image& image, const OpCall& call, const Warp& warp) {
   RETURN_IF_ERROR(CheckTakes(image, "augment_ops"));
   if (!std::isfinite(call.magnitude)) {

@@ -65,6 +65,21 @@ absl::Status ApplyOp(Image& image, const OpCall& call, const Warp& warp);
 // and RandAugment take); otherwise an error starting with `transform`.
 absl::Status CheckTakes(const Image& image, absl::string_view transform);
 
+// The `fill` option of a transform on u8 images: none, 1 value or one per
+// channel (1 or 3), each in [0, 255]; whether the count fits an image is
+// checked when it comes (CheckFill). Errors start with `transform`.
+absl::Status ValidateU8Fill(const std::vector<float>& fill, absl::string_view transform);
+
+// The Warp of an options message with torchvision's `interpolation`
+// (NEAREST or BILINEAR, its own enum) and `fill`.
+template <typename Options>
+Warp WarpOf(const Options& options) {
+  Warp warp;
+  if (options.interpolation() == Options::BILINEAR) warp.interpolation = Interpolation::kBilinear;
+  warp.fill.assign(options.fill().begin(), options.fill().end());
+  return warp;
+}
+
 // One entry of an augmentation space. Its magnitude table has num_bins
 // values (0: torchvision's 0-d tensor(0.0), which draws no bin and means
 // magnitude 0): torch.linspace(start, end, num_bins) in float32, or for

@@ -47,22 +47,6 @@ namespace {
 
 constexpr char kName[] = "rand_augment";
 
-// The fill values any u8 image could take; whether their count fits the
-// image is checked when it comes.
-absl::Status ValidateFill(const google::protobuf::RepeatedField<float>& fill) {
-  if (fill.size() != 0 && fill.size() != 1 && fill.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kName, ": fill takes 1 value or one per channel (1 or 3), got ", fill.size()));
-  }
-  for (float v : fill) {
-    if (!(v >= 0 && v <= 255)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kName, ": fill must be in [0, 255] (u8 values), got ", v));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ValidateRandAugmentOptions(const RandAugmentOptions& options) {
   if (options.num_ops() < 0) {
     return absl::InvalidArgumentError(
@@ -78,16 +62,7 @@ absl::Status ValidateRandAugmentOptions(const RandAugmentOptions& options) {
         absl::StrCat(kName, ": magnitude must be in [0, num_magnitude_bins - 1] = [0, ",
                      bins - 1, "], got ", options.magnitude()));
   }
-  return ValidateFill(options.fill());
-}
-
-augment_ops::Warp WarpOf(const RandAugmentOptions& options) {
-  augment_ops::Warp warp;
-  if (options.interpolation() == RandAugmentOptions::BILINEAR) {
-    warp.interpolation = augment_ops::Interpolation::kBilinear;
-  }
-  warp.fill.assign(options.fill().begin(), options.fill().end());
-  return warp;
+  return augment_ops::ValidateU8Fill({options.fill().begin(), options.fill().end()}, kName);
 }
 
 class RandAugmentTransform : public Transform {
@@ -96,7 +71,7 @@ class RandAugmentTransform : public Transform {
       : num_ops_(options.num_ops()),
         magnitude_(options.magnitude()),
         num_bins_(options.num_magnitude_bins()),
-        warp_(WarpOf(options)) {}
+        warp_(augment_ops::WarpOf(options)) {}
 
   absl::Status Apply(Image& image, SampleRandom& random) const override {
     RETURN_IF_ERROR(augment_ops::CheckTakes(image, kName));

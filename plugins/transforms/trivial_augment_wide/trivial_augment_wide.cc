@@ -44,45 +44,20 @@ namespace {
 
 constexpr char kName[] = "trivial_augment_wide";
 
-// The fill values any u8 image could take; whether their count fits the
-// image is checked when it comes.
-absl::Status ValidateFill(const google::protobuf::RepeatedField<float>& fill) {
-  if (fill.size() != 0 && fill.size() != 1 && fill.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kName, ": fill takes 1 value or one per channel (1 or 3), got ", fill.size()));
-  }
-  for (float v : fill) {
-    if (!(v >= 0 && v <= 255)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kName, ": fill must be in [0, 255] (u8 values), got ", v));
-    }
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ValidateTrivialAugmentWideOptions(const TrivialAugmentWideOptions& options) {
   if (options.num_magnitude_bins() < 2) {
     return absl::InvalidArgumentError(
         absl::StrCat(kName, ": num_magnitude_bins must be >= 2 (each range's ends), got ",
                      options.num_magnitude_bins()));
   }
-  return ValidateFill(options.fill());
-}
-
-augment_ops::Warp WarpOf(const TrivialAugmentWideOptions& options) {
-  augment_ops::Warp warp;
-  if (options.interpolation() == TrivialAugmentWideOptions::BILINEAR) {
-    warp.interpolation = augment_ops::Interpolation::kBilinear;
-  }
-  warp.fill.assign(options.fill().begin(), options.fill().end());
-  return warp;
+  return augment_ops::ValidateU8Fill({options.fill().begin(), options.fill().end()}, kName);
 }
 
 class TrivialAugmentWideTransform : public Transform {
  public:
   explicit TrivialAugmentWideTransform(const TrivialAugmentWideOptions& options)
       : space_(augment_ops::TrivialAugmentWideSpace(options.num_magnitude_bins())),
-        warp_(WarpOf(options)) {}
+        warp_(augment_ops::WarpOf(options)) {}
 
   absl::Status Apply(Image& image, SampleRandom& random) const override {
     RETURN_IF_ERROR(augment_ops::CheckTakes(image, kName));
