@@ -21,6 +21,9 @@ struct SmallCnnRun {
   std::string trainer = "epochs: 3 seed: 7";  // the body of trainer { }
   std::string checkpoint = "every_epochs: 0";  // the body of checkpoint { }
   std::string output_dir;
+  // With BatchNorm only ddp's sync_batch_norm computes what one process on
+  // the whole batch does.
+  bool batch_norm = false;
 };
 
 // The strategy { } body of `nproc_per_node` ddp workers.
@@ -35,7 +38,7 @@ inline std::string SmallCnnConfigText(const SmallCnnRun& run) {
       "height: 8 width: 8 channels: 1 num_classes: 3 ";
   return absl::StrCat(
       "model { name: \"small_cnn\" options { [type.googleapis.com/pipeline.SmallCnnOptions] { "
-      "width: 8 batch_norm: false } } }\n",
+      "width: 8 batch_norm: ", run.batch_norm ? "true" : "false", " } } }\n",
       "train_data { dataset { ", synthetic, "num_samples: 96 } } }",
       run.distributed_sampler ? " sampler { name: \"distributed\" }" : "",
       " batch_size: ", run.batch_size, " }\n",

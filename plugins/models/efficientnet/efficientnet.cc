@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/efficientnet/efficientnet.pb.h"
@@ -100,7 +101,7 @@ class ConvNormActivationImpl : public torch::nn::Module {
         register_module("0", NormedConv(in_channels, out_channels, kernel_size, stride, groups));
     torch::nn::BatchNorm2dOptions norm_options = norm;
     norm_options.num_features(out_channels);
-    norm_ = register_module("1", torch::nn::BatchNorm2d(norm_options));
+    norm_ = register_module("1", BatchNorm2d(norm_options));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
@@ -111,7 +112,7 @@ class ConvNormActivationImpl : public torch::nn::Module {
  private:
   bool silu_;
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d norm_{nullptr};
+  BatchNorm2d norm_{nullptr};
 };
 TORCH_MODULE(ConvNormActivation);
 

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
 #include "plugins/models/common/mobile_blocks.h"
@@ -68,14 +69,14 @@ class StemImpl : public torch::nn::Module {
  public:
   StemImpl(int64_t in_channels, int64_t out_channels) {
     conv_ = register_module("conv", Conv(in_channels, out_channels, 3, 2, 1));
-    bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
+    bn_ = register_module("bn", BatchNorm2d(out_channels));
   }
 
   torch::Tensor forward(const torch::Tensor& x) { return bn_(conv_(x)).relu_(); }
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d bn_{nullptr};
+  BatchNorm2d bn_{nullptr};
 };
 TORCH_MODULE(Stem);
 
@@ -86,9 +87,9 @@ class DepthwiseSeparableImpl : public torch::nn::Module {
   DepthwiseSeparableImpl(int64_t in_channels, int64_t out_channels, int64_t stride) {
     depthwise_ = register_module("depthwise", Conv(in_channels, in_channels, 3, stride,
                                                    /*groups=*/in_channels));
-    depthwise_bn_ = register_module("depthwise_bn", torch::nn::BatchNorm2d(in_channels));
+    depthwise_bn_ = register_module("depthwise_bn", BatchNorm2d(in_channels));
     pointwise_ = register_module("pointwise", Conv(in_channels, out_channels, 1, 1, 1));
-    pointwise_bn_ = register_module("pointwise_bn", torch::nn::BatchNorm2d(out_channels));
+    pointwise_bn_ = register_module("pointwise_bn", BatchNorm2d(out_channels));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
@@ -98,7 +99,7 @@ class DepthwiseSeparableImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d depthwise_{nullptr}, pointwise_{nullptr};
-  torch::nn::BatchNorm2d depthwise_bn_{nullptr}, pointwise_bn_{nullptr};
+  BatchNorm2d depthwise_bn_{nullptr}, pointwise_bn_{nullptr};
 };
 TORCH_MODULE(DepthwiseSeparable);
 

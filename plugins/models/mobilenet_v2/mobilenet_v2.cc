@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v2/mobilenet_v2.pb.h"
@@ -45,14 +46,14 @@ class ConvBnReLU6Impl : public torch::nn::Module {
                   int64_t stride = 1, int64_t groups = 1) {
     conv_ =
         register_module("0", NormedConv(in_channels, out_channels, kernel_size, stride, groups));
-    norm_ = register_module("1", torch::nn::BatchNorm2d(out_channels));
+    norm_ = register_module("1", BatchNorm2d(out_channels));
   }
 
   torch::Tensor forward(const torch::Tensor& x) { return norm_(conv_(x)).clamp_(0, 6); }
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d norm_{nullptr};
+  BatchNorm2d norm_{nullptr};
 };
 TORCH_MODULE(ConvBnReLU6);
 
@@ -69,7 +70,7 @@ class InvertedResidualImpl : public torch::nn::Module {
     if (expand_ratio != 1) conv->push_back(ConvBnReLU6(in_channels, hidden, 1));
     conv->push_back(ConvBnReLU6(hidden, hidden, 3, stride, /*groups=*/hidden));
     conv->push_back(NormedConv(hidden, out_channels, 1));
-    conv->push_back(torch::nn::BatchNorm2d(out_channels));
+    conv->push_back(BatchNorm2d(out_channels));
     conv_ = register_module("conv", conv);
   }
 

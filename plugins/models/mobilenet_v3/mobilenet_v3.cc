@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v3/mobilenet_v3.pb.h"
@@ -108,7 +109,7 @@ class ConvNormActivationImpl : public torch::nn::Module {
     conv_ =
         register_module("0", NormedConv(in_channels, out_channels, kernel_size, stride, groups));
     norm_ = register_module(
-        "1", torch::nn::BatchNorm2d(
+        "1", BatchNorm2d(
                  torch::nn::BatchNorm2dOptions(out_channels).eps(0.001).momentum(0.01)));
   }
 
@@ -117,7 +118,7 @@ class ConvNormActivationImpl : public torch::nn::Module {
  private:
   Activation activation_;
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d norm_{nullptr};
+  BatchNorm2d norm_{nullptr};
 };
 TORCH_MODULE(ConvNormActivation);
 

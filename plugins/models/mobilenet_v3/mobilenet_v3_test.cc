@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
@@ -142,7 +143,7 @@ TEST(MobileNetV3Test, BatchNormUsesTorchvisionsEpsAndMomentum) {
   ASSERT_TRUE(model.ok()) << model.status();
   int batch_norms = 0;
   for (const auto& module : (*model)->modules(/*include_self=*/false)) {
-    if (auto* batch_norm = module->as<torch::nn::BatchNorm2d>()) {
+    if (auto* batch_norm = module->as<BatchNorm2d>()) {
       ++batch_norms;
       EXPECT_EQ(batch_norm->options.eps(), 0.001);
       EXPECT_EQ(batch_norm->options.momentum().value(), 0.01);

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "plugins/models/resnet/resnet.pb.h"
 #include "torch/nn/init.h"
@@ -67,8 +68,8 @@ torch::nn::Conv2d Conv(int64_t in_planes, int64_t out_planes, int64_t kernel_siz
 // LibTorch's BatchNorm2d already starts at weight 1, bias 0 (torchvision's
 // init); zero_init_residual instead starts a block's last BatchNorm at weight
 // 0, so the block begins as the identity.
-torch::nn::BatchNorm2d BatchNorm(int64_t planes, bool zero_weight = false) {
-  torch::nn::BatchNorm2d batch_norm(planes);
+BatchNorm2d BatchNorm(int64_t planes, bool zero_weight = false) {
+  BatchNorm2d batch_norm(planes);
   if (zero_weight) torch::nn::init::zeros_(batch_norm->weight);
   return batch_norm;
 }
@@ -110,7 +111,7 @@ class BasicBlockImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
+  BatchNorm2d bn1_{nullptr}, bn2_{nullptr};
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(BasicBlock);
@@ -139,7 +140,7 @@ class BottleneckImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv1_{nullptr}, conv2_{nullptr}, conv3_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
+  BatchNorm2d bn1_{nullptr}, bn2_{nullptr}, bn3_{nullptr};
   torch::nn::Sequential downsample_{nullptr};
 };
 TORCH_MODULE(Bottleneck);
@@ -189,7 +190,7 @@ class ResNet : public Model {
   }
 
   torch::nn::Conv2d conv1_{nullptr};
-  torch::nn::BatchNorm2d bn1_{nullptr};
+  BatchNorm2d bn1_{nullptr};
   std::array<torch::nn::Sequential, 4> layers_{nullptr, nullptr, nullptr, nullptr};
   torch::nn::Linear fc_{nullptr};
 };

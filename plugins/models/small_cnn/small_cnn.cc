@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "plugins/models/small_cnn/small_cnn.pb.h"
 #include "torch/nn/init.h"
@@ -41,7 +42,7 @@ class StageImpl : public torch::nn::Module {
     torch::nn::init::kaiming_normal_(conv_->weight, /*a=*/0, torch::kFanOut, torch::kReLU);
     if (!batch_norm) torch::nn::init::zeros_(conv_->bias);
     // LibTorch's BatchNorm2d already starts at weight 1, bias 0.
-    if (batch_norm) bn_ = register_module("bn", torch::nn::BatchNorm2d(out_channels));
+    if (batch_norm) bn_ = register_module("bn", BatchNorm2d(out_channels));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
@@ -55,7 +56,7 @@ class StageImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d bn_{nullptr};
+  BatchNorm2d bn_{nullptr};
 };
 TORCH_MODULE(Stage);
 

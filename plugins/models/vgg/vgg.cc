@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/model_shape.h"
 #include "plugins/models/vgg/vgg.pb.h"
@@ -95,7 +96,7 @@ torch::nn::Sequential Features(const Architecture& architecture, bool batch_norm
     torch::nn::init::zeros_(conv->bias);
     features->push_back(conv);
     // LibTorch's BatchNorm2d already starts at weight 1, bias 0.
-    if (batch_norm) features->push_back(torch::nn::BatchNorm2d(layer));
+    if (batch_norm) features->push_back(BatchNorm2d(layer));
     features->push_back(ReLU());
     in_channels = layer;
   }

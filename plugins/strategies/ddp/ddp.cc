@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/util/c10d_compat.h"
 #include "pipeline/util/cuda_devices.h"
 #include "pipeline/util/host_address.h"
@@ -216,6 +218,7 @@ class DdpStrategy : public Strategy {
       std::vector<at::Tensor> state = model.parameters();
       for (const at::Tensor& b : model.buffers()) state.push_back(b);
       BroadcastCoalesced(state, "broadcast of rank 0's initial weights");
+      if (options_.sync_batch_norm()) SynchronizeBatchNormLayers(model);
       BuildBuckets();
       for (size_t i = 0; i < parameters_.size(); ++i) {
         parameters_[i].register_hook([this, i](const at::Tensor& grad) { OnGradient(i, grad); });
@@ -337,6 +340,42 @@ class DdpStrategy : public Strategy {
 
     DdpStrategy& ddp_;
   };
+
+  // sync_batch_norm's collectives, over the gradients' group, named in the
+  // peer records like every other.
+  class GroupBatchNormReplicas : public BatchNormReplicas {
+   public:
+    explicit GroupBatchNormReplicas(DdpStrategy& ddp) : ddp_(ddp) {}
+
+    torch::Tensor AllGather(const torch::Tensor& local, const std::string& what) override {
+      std::vector<at::Tensor> input = {local.contiguous()};
+      std::vector<std::vector<at::Tensor>> output(1);
+      for (int r = 0; r < ddp_.rendezvous_.world_size; ++r) {
+        output[0].push_back(at::empty_like(input[0]));
+      }
+      ddp_.Run(what, [&] { return ddp_.group_->allgather(output, input); });
+      return at::stack(output[0]);
+    }
+
+    void AllReduceSum(torch::Tensor& values, const std::string& what) override {
+      std::vector<at::Tensor> tensors = {values.contiguous()};
+      ddp_.Run(what, [&] { return ddp_.group_->allreduce(tensors); });
+      if (!tensors[0].is_same(values)) values.copy_(tensors[0]);
+    }
+
+   private:
+    DdpStrategy& ddp_;
+  };
+
+  void SynchronizeBatchNormLayers(Model& model) {
+    absl::StatusOr<int> layers =
+        SynchronizeBatchNorm(model, std::make_shared<GroupBatchNormReplicas>(*this));
+    if (!layers.ok()) throw std::runtime_error(std::string(layers.status().message()));
+    if (*layers == 0 && rendezvous_.rank == 0) {
+      std::cerr << "warning: ddp: sync_batch_norm is set, but the model has no BatchNorm layer "
+                   "to synchronise\n";
+    }
+  }
 
   at::Tensor ToDevice(const at::Tensor& t) const { return t.to(device_); }
 

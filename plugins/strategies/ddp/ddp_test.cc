@@ -12,8 +12,11 @@
 #include "gtest/gtest.h"
 #include "pipeline/testing/free_port.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/linear.h"
+#include "torch/optim/sgd.h"
 #include "torch/types.h"
 #include "torch/utils.h"
 
@@ -310,6 +313,114 @@ TEST(DdpTest, NcclWithoutCudaSaysWhatToDo) {
               HasSubstr("backend: NCCL needs a CUDA build of the runner, and this one is "
                         "CPU-only; use backend: GLOO, or build with --config=cuda"));
 #endif
+}
+
+// A convolution, BatchNorm, ReLU, average pool and a linear head.
+class WithBatchNorm : public Model {
+ public:
+  WithBatchNorm() {
+    conv = register_module("conv",
+                           torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 3, 3).padding(1).bias(false)));
+    bn = register_module("bn", BatchNorm2d(3));
+    fc = register_module("fc", torch::nn::Linear(3, 3));
+  }
+  torch::Tensor forward(const torch::Tensor& x) override {
+    return fc(torch::relu(bn(conv(x))).mean({2, 3}));
+  }
+  torch::nn::Conv2d conv{nullptr};
+  BatchNorm2d bn{nullptr};
+  torch::nn::Linear fc{nullptr};
+};
+
+using State = std::map<std::string, torch::Tensor>;
+
+State StateOf(torch::nn::Module& model) {
+  State state;
+  for (const auto& p : model.named_parameters()) state[p.key()] = p.value().detach().clone();
+  for (const auto& b : model.named_buffers()) state[b.key()] = b.value().clone();
+  return state;
+}
+
+constexpr int kSteps = 3;
+
+// kSteps steps of SGD with momentum, each on 4 images per rank (the
+// step's batch split in two); returns rank 0's weights and buffers.
+State TrainOnTwoRanks(const std::string& config, const torch::Tensor& images,
+                      const torch::Tensor& labels) {
+  const int port = FreePort();
+  std::vector<std::unique_ptr<WithBatchNorm>> models;
+  torch::manual_seed(3);
+  for (int rank = 0; rank < 2; ++rank) models.push_back(std::make_unique<WithBatchNorm>());
+  std::vector<std::string> errors(2);
+  auto run_rank = [&](int rank) {
+    auto strategy = testing::CreatePlugin<Strategy>(config, RankContext(rank, port));
+    absl::Status status = strategy.status();
+    if (status.ok()) status = (*strategy)->Prepare(*models[rank], {});
+    torch::optim::SGD sgd(models[rank]->parameters(), torch::optim::SGDOptions(0.5).momentum(0.9));
+    for (int step = 0; step < kSteps && status.ok(); ++step) {
+      sgd.zero_grad();
+      status = (*strategy)
+                   ->ForwardBackward(*models[rank], images[step].narrow(0, 4 * rank, 4),
+                                     labels[step].narrow(0, 4 * rank, 4), CrossEntropy)
+                   .status();
+      if (status.ok()) sgd.step();
+    }
+    if (!status.ok()) errors[rank] = std::string(status.message());
+  };
+  std::thread rank0(run_rank, 0);
+  std::thread rank1(run_rank, 1);
+  rank0.join();
+  rank1.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  return StateOf(*models[0]);
+}
+
+// The largest difference between two states' tensors.
+double MaxDifference(const State& a, const State& b) {
+  double largest = 0;
+  for (const auto& [key, value] : a) {
+    largest = std::max(
+        largest, (value.to(torch::kDouble) - b.at(key).to(torch::kDouble)).abs().max().item<double>());
+  }
+  return largest;
+}
+
+// Two ranks of 4 images with sync_batch_norm train as one process on all 8
+// with ordinary BatchNorm (the same weights, running statistics and count
+// after kSteps of SGD with momentum); without it they do not.
+TEST(DdpTest, SyncBatchNormTrainsLikeOneProcessOnTheWholeBatch) {
+  torch::manual_seed(0);
+  const torch::Tensor images = torch::randn({kSteps, 8, 1, 4, 4}) * 2 + 0.5;
+  const torch::Tensor labels = torch::randint(0, 3, {kSteps, 8}, torch::kLong);
+  torch::manual_seed(3);
+  WithBatchNorm reference;
+  torch::optim::SGD sgd(reference.parameters(), torch::optim::SGDOptions(0.5).momentum(0.9));
+  for (int step = 0; step < kSteps; ++step) {
+    sgd.zero_grad();
+    CrossEntropy(reference.forward(images[step]), labels[step]).backward();
+    sgd.step();
+  }
+  const State expected = StateOf(reference);
+
+  const State synchronised = TrainOnTwoRanks(R"pb(name: "ddp"
+      options { [type.googleapis.com/pipeline.DdpOptions] { sync_batch_norm: true } })pb",
+                                              images, labels);
+  EXPECT_LT(MaxDifference(synchronised, expected), 1e-5);
+  EXPECT_EQ(synchronised.at("bn.num_batches_tracked").item<int64_t>(), kSteps);
+  // Per-rank statistics train another model: the comparison can tell.
+  EXPECT_GT(MaxDifference(TrainOnTwoRanks(R"pb(name: "ddp")pb", images, labels), expected), 1e-3);
+}
+
+TEST(DdpTest, SyncBatchNormOnAModelWithoutBatchNormWarns) {
+  ::testing::internal::CaptureStderr();
+  const std::vector<std::string> errors = RunOneStepOnTwoRanks(R"pb(name: "ddp"
+      options { [type.googleapis.com/pipeline.DdpOptions] {
+        sync_batch_norm: true find_unused_parameters: true } })pb");
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_THAT(printed, HasSubstr("warning: ddp: sync_batch_norm is set, but the model has no "
+                                 "BatchNorm layer to synchronise"));
 }
 
 TEST(DdpTest, RankBeyondWorldSizeIsRejected) {
