@@ -118,6 +118,56 @@ TEST(ResumeTest, TwoProcessDdpKilledAndResumedEndsBitwiseEqual) {
                   dir + "/out/checkpoint_epoch_2.pt");
 }
 
+constexpr char kShardedDdp[] =
+    "--set=strategy={name: \"ddp\" options { [type.googleapis.com/pipeline.DdpOptions] { "
+    "nproc_per_node: 2 shard_optimizer_state: true } }}";
+
+// ZeRO-1: each rank steps its shard of the parameters; killed and resumed
+// (each rank reloading the whole state the checkpoint holds) it ends with
+// the weights of the unsharded run.
+TEST(ResumeTest, ShardedOptimizerDdpKilledAndResumedEndsLikeTheUnshardedRun) {
+  const std::string root = ::testing::TempDir() + "/resume_sharded";
+  const std::string reference = WriteConfig(root + "/reference", true);
+  ASSERT_EQ(RunTrain("--config=" + reference, root + "/reference/log"), 0)
+      << testing::ReadFile(root + "/reference/log");
+  const std::string dir = root + "/killed";
+  const std::string config = WriteConfig(dir, true);
+  const int kill_at = RandomStep();
+  KillAndResume(dir, config, kill_at, /*ddp=*/true, {kShardedDdp});
+  SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
+  EXPECT_THAT(testing::ReadFile(dir + "/log"),
+              HasSubstr("ddp: optimizer state sharded over 2 ranks: "));
+  ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
+                  dir + "/out/checkpoint_epoch_2.pt");
+}
+
+// A sharded run's checkpoint holds the whole optimizer state (gathered to
+// rank 0 as it is written): continued in one process, it trains on exactly
+// as the unsharded run's checkpoint does. A checkpoint missing a shard's
+// momentum would not.
+TEST(ResumeTest, AShardedCheckpointResumesInOneProcessLikeAnUnshardedOne) {
+  const std::string root = ::testing::TempDir() + "/resume_sharded_elsewhere";
+  std::vector<std::string> resumed;
+  for (const bool sharded : {false, true}) {
+    const std::string name = sharded ? "/sharded" : "/whole";
+    const std::string config = WriteConfig(root + name, true);
+    const std::string flags =
+        absl::StrCat(" --set=trainer.max_steps=12", sharded ? absl::StrCat(" '", kShardedDdp, "'") : "");
+    ASSERT_EQ(RunTrain("--config=" + config + flags, root + name + "/log"), 0)
+        << testing::ReadFile(root + name + "/log");
+    const std::string single = WriteConfig(root + name + "_single", false);
+    ASSERT_EQ(RunTrain("--config=" + single + " --set=trainer.max_steps=20 --resume=" + root + name +
+                           "/out/checkpoint_step_10.pt",
+                       root + name + "_single/log"),
+              0)
+        << testing::ReadFile(root + name + "_single/log");
+    resumed.push_back(root + name + "_single/out/checkpoint_step_15.pt");
+  }
+  ExpectSameModel(root + "/whole/out/checkpoint_step_10.pt",
+                  root + "/sharded/out/checkpoint_step_10.pt");
+  ExpectSameModel(resumed[0], resumed[1]);
+}
+
 TEST(ResumeTest, WithTheRecipeOptionsKilledAndResumedEndsBitwiseEqual) {
   // Each keeps state across steps or epochs: the EMA average, the plateau
   // schedule's best and counts, early stopping's count; clipping changes

@@ -216,6 +216,25 @@ TEST(TrainCliTest, UnknownFieldIsNamedWithItsPosition) {
                              "\"epoks\".");
 }
 
+// Options of another plugin of the kind (ddp's sync_batch_norm and
+// shard_optimizer_state) under data_parallel or single say whose they are.
+TEST(TrainCliTest, AnotherStrategysOptionNamesTheStrategyThatHasIt) {
+  ExpectOneCleanError(
+      RunTrain("--config=configs/single.textproto --dry_run --set='strategy={name: \"single\" "
+               "options { [type.googleapis.com/pipeline.SingleDeviceOptions] { "
+               "shard_optimizer_state: true } }}'"),
+      "--set strategy:1:111: Message type \"pipeline.SingleDeviceOptions\" has no field named "
+      "\"shard_optimizer_state\". Its fields: device. shard_optimizer_state is an option of "
+      "strategy \"ddp\".");
+  ExpectOneCleanError(
+      RunTrain("--config=configs/dp.textproto --dry_run --set='strategy={name: "
+               "\"data_parallel\" options { [type.googleapis.com/pipeline.DataParallelOptions] { "
+               "sync_batch_norm: true } }}'"),
+      "--set strategy:1:112: Message type \"pipeline.DataParallelOptions\" has no field named "
+      "\"sync_batch_norm\". Its fields: replicas, device. sync_batch_norm is an option of "
+      "strategy \"ddp\".");
+}
+
 TEST(TrainCliTest, UnknownPluginListsChoicesAndClosestMatch) {
   const std::string path = WriteConfig(
       "unknown_plugin.textproto",

@@ -21,6 +21,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
+#include "pipeline/registry/registry.h"
 #include "pipeline/util/edit_distance.h"
 
 namespace pipeline {
@@ -32,12 +33,43 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
+std::vector<std::string> FieldNames(const Descriptor* descriptor) {
+  std::vector<std::string> names;
+  for (int i = 0; i < descriptor->field_count(); ++i) names.push_back(descriptor->field(i)->name());
+  return names;
+}
+
+// For the parser's `Message type "pipeline.SingleDeviceOptions" has no field
+// named "shard_optimizer_state".`: the fields that message has, and which
+// other plugins' options have that one.
+std::string WhereItBelongs(const std::string& parser_message) {
+  const std::string kType = "Message type \"", kField = "\" has no field named \"";
+  if (!absl::StartsWith(parser_message, kType)) return "";
+  const size_t type_end = parser_message.find(kField);
+  const size_t field_end = parser_message.rfind('"');
+  if (type_end == std::string::npos || field_end <= type_end + kField.size()) return "";
+  const std::string type = parser_message.substr(kType.size(), type_end - kType.size());
+  const std::string field =
+      parser_message.substr(type_end + kField.size(), field_end - type_end - kField.size());
+  const Descriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
+  // The config's own messages; an Any's fields are no help.
+  if (descriptor == nullptr || !absl::StartsWith(type, "pipeline.")) return "";
+  std::string hint = absl::StrCat(" Its fields: ", absl::StrJoin(FieldNames(descriptor), ", "), ".");
+  const std::vector<std::string> owners = PluginsWithOptionField(type, field);
+  if (!owners.empty()) {
+    absl::StrAppend(&hint, " ", field, " is an option of ", absl::StrJoin(owners, ", "), ".");
+  }
+  return hint;
+}
+
 class CollectErrors : public google::protobuf::io::ErrorCollector {
  public:
   explicit CollectErrors(std::string name) : name_(std::move(name)) {}
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
-    errors_.push_back(absl::StrCat(name_, ":", line + 1, ":", column + 1, ": ", message));
+    errors_.push_back(
+        absl::StrCat(name_, ":", line + 1, ":", column + 1, ": ", message, WhereItBelongs(message)));
   }
   std::string Joined() const { return absl::StrJoin(errors_, "\n"); }
 
@@ -46,11 +78,6 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
   std::vector<std::string> errors_;
 };
 
-std::vector<std::string> FieldNames(const Descriptor* descriptor) {
-  std::vector<std::string> names;
-  for (int i = 0; i < descriptor->field_count(); ++i) names.push_back(descriptor->field(i)->name());
-  return names;
-}
 
 // Copies `field` (set in `from`) into `to`, whose copy of it is empty.
 void CopyField(const Message& from, const FieldDescriptor* field, Message* to) {
@@ -262,9 +289,9 @@ absl::Status ParseConfigText(const std::string& text, const std::string& name, b
       const size_t col = e.rfind(':', e.find(": model.options.") - 1);
       const size_t field = e.find("model.options.") + 14;
       return absl::StartsWith(first, e.substr(0, col + 1)) &&
-             absl::EndsWith(first, absl::StrCat("has no field named \"",
-                                                e.substr(field, e.find(' ', field) - field),
-                                                "\"."));
+             absl::StrContains(first, absl::StrCat("has no field named \"",
+                                                   e.substr(field, e.find(' ', field) - field),
+                                                   "\"."));
     });
     if (!same_field) errors.push_back(first);
   }
@@ -332,6 +359,10 @@ absl::Status SetField(Message* message, const FieldDescriptor* field, const std:
   parser.AllowPartialMessage(true);
   const std::string text = absl::StrCat(field->name(), ": ", ValueText(field, value));
   if (!parser.MergeFromString(text, message)) {
+    // Inside a message the parser's own words (line, column, field) say more.
+    if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !errors.Joined().empty()) {
+      return absl::InvalidArgumentError(errors.Joined());
+    }
     std::string expected = field->cpp_type() == FieldDescriptor::CPPTYPE_ENUM
                                ? absl::StrCat("one of ", [&] {
                                    std::vector<std::string> names;

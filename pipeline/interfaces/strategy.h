@@ -66,6 +66,12 @@ class Strategy {
   // own shard and gathers the parameters here.
   virtual absl::Status Step(Optimizer& optimizer);
 
+  // Every rank calls it at the same point before rank 0 writes a
+  // checkpoint. A strategy that shards the optimizer state gives rank 0's
+  // optimizer the whole of it here, so checkpoints hold all of it and a run
+  // resumes with any world size.
+  virtual absl::Status GatherOptimizerState(Optimizer& optimizer) { return absl::OkStatus(); }
+
   // Collectives over this job's processes (trivial in one process).
   virtual Communicator& communicator() { return local_communicator_; }
 

@@ -1,5 +1,7 @@
 #include "pipeline/registry/registry.h"
 
+#include <set>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,6 +25,26 @@ std::vector<PluginInfo> RegistryIndex::ListAll() const {
     for (PluginInfo& info : lister()) all.push_back(std::move(info));
   }
   return all;
+}
+
+std::vector<std::string> PluginsWithOptionField(const std::string& options_type,
+                                                const std::string& field) {
+  const std::vector<PluginInfo> all = RegistryIndex::Global().ListAll();
+  std::set<std::string> kinds;
+  for (const PluginInfo& info : all) {
+    if (info.options_type == options_type) kinds.insert(info.kind);
+  }
+  std::vector<std::string> plugins;
+  for (const PluginInfo& info : all) {
+    if (!kinds.count(info.kind) || info.options_type == options_type) continue;
+    const google::protobuf::Descriptor* descriptor =
+        google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(
+            info.options_type);
+    if (descriptor != nullptr && descriptor->FindFieldByName(field) != nullptr) {
+      plugins.push_back(absl::StrCat(info.kind, " \"", info.name, "\""));
+    }
+  }
+  return plugins;
 }
 
 absl::Status UnpackPluginOptions(const std::string& kind, const std::string& name,

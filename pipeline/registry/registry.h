@@ -72,6 +72,12 @@ class RegistryIndex {
   std::map<std::string, Lister> listers_;
 };
 
+// For an error about `field`, which the options message `options_type`
+// lacks: the other plugins of the same kind whose options have it
+// ("strategy \"ddp\""), so the error can say where it belongs.
+std::vector<std::string> PluginsWithOptionField(const std::string& options_type,
+                                                const std::string& field);
+
 // Unpacks `config.options` into `options` (whose type the plugin declares).
 // An empty Any leaves `options` at its defaults.
 absl::Status UnpackPluginOptions(const std::string& kind, const std::string& name,

@@ -58,6 +58,7 @@ absl::Status CheckpointHook::OnStepEnd(TrainContext& context, const StepReport&)
   // counts are equal), so the checkpoint holds the whole job's.
   std::vector<double> sums = context.epoch_sums;
   RETURN_IF_ERROR(context.communicator.AllReduceSum(sums, "sum of the epoch's training figures"));
+  RETURN_IF_ERROR(context.strategy.GatherOptimizerState(context.optimizer));
   if (!context.primary) return absl::OkStatus();
   CheckpointContents contents = Contents(context, at.epoch);
   contents.epoch_step = at.epoch_step;
@@ -73,22 +74,25 @@ bool CheckpointHook::Improves(const TrainContext& context, const EpochReport& ep
 }
 
 absl::Status CheckpointHook::OnEpochEnd(TrainContext& context, EpochReport& epoch) {
+  // Every rank takes the same decisions (the epoch's figures are the
+  // job's), so all of them gather the optimizer state for rank 0's writes.
   const bool improved = Improves(context, epoch);
   if (improved) best_value_ = epoch.Find(context.config.checkpoint().best_metric())->value;
   const CheckpointConfig& checkpoint = context.config.checkpoint();
   const int every = checkpoint.every_epochs();
-  if (!context.primary || (every <= 0 && checkpoint.every_steps() <= 0)) {
-    return absl::OkStatus();
-  }
-  const CheckpointContents contents = Contents(context, epoch.epoch);
+  if (every <= 0 && checkpoint.every_steps() <= 0) return absl::OkStatus();
   const bool last = epoch.epoch == context.position.epochs;
-  if (every > 0 && (epoch.epoch % every == 0 || last)) {
+  const bool rolling = every > 0 && (epoch.epoch % every == 0 || last);
+  const bool best = improved && checkpoint.keep_best();
+  if (!rolling && !best) return absl::OkStatus();
+  RETURN_IF_ERROR(context.strategy.GatherOptimizerState(context.optimizer));
+  if (!context.primary) return absl::OkStatus();
+  const CheckpointContents contents = Contents(context, epoch.epoch);
+  if (rolling) {
     RETURN_IF_ERROR(
         Write(context, absl::StrCat("checkpoint_epoch_", epoch.epoch, ".pt"), contents, true));
   }
-  if (improved && checkpoint.keep_best()) {
-    RETURN_IF_ERROR(Write(context, "checkpoint_best.pt", contents, false));
-  }
+  if (best) RETURN_IF_ERROR(Write(context, "checkpoint_best.pt", contents, false));
   return absl::OkStatus();
 }
 

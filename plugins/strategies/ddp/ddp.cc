@@ -43,6 +43,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/layers/batch_norm.h"
@@ -52,6 +53,7 @@
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
+#include "plugins/strategies/ddp/optimizer_shards.h"
 #include "plugins/strategies/ddp/peer_progress.h"
 #include "plugins/strategies/ddp/slurm_nodes.h"
 #include "torch/csrc/autograd/function.h"
@@ -199,7 +201,8 @@ class DdpStrategy : public Strategy {
                   rendezvous_.host,
                   absl::StrCat(rendezvous_.master_addr, ":", rendezvous_.master_port)),
         device_(device),
-        communicator_(*this) {}
+        communicator_(*this),
+        shards_(rendezvous_.rank, rendezvous_.world_size) {}
 
   Communicator& communicator() override { return communicator_; }
   torch::Device device() const override { return device_; }
@@ -255,6 +258,23 @@ class DdpStrategy : public Strategy {
   }
 
   void SetGradientSynchronization(bool enabled) override { synchronize_ = enabled; }
+
+  absl::Status Step(Optimizer& optimizer) override {
+    if (!options_.shard_optimizer_state()) return Strategy::Step(optimizer);
+    const bool first = shards_.owners().empty();
+    RETURN_IF_ERROR(CallTorch("ddp: sharded optimizer step", [&] {
+      shards_.Step(optimizer, [this](std::vector<at::Tensor>& shard, int owner) {
+        BroadcastCoalesced(shard, absl::StrCat("broadcast of rank ", owner, "'s optimizer shard"),
+                           owner);
+      });
+    }));
+    return first ? ReportShardedState(optimizer) : absl::OkStatus();
+  }
+
+  absl::Status GatherOptimizerState(Optimizer& optimizer) override {
+    if (!options_.shard_optimizer_state()) return absl::OkStatus();
+    return shards_.GatherState(optimizer, communicator_);
+  }
 
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
     return CallTorch("ddp: inference",
@@ -377,6 +397,20 @@ class DdpStrategy : public Strategy {
     }
   }
 
+  // Once, after the first sharded step: what sharding saved.
+  absl::Status ReportShardedState(const Optimizer& optimizer) {
+    std::vector<double> bytes(rendezvous_.world_size, 0.0);
+    bytes[rendezvous_.rank] = static_cast<double>(OptimizerShards::StateBytes(optimizer));
+    RETURN_IF_ERROR(communicator_.AllReduceSum(bytes, "the sharded optimizer state's sizes"));
+    if (rendezvous_.rank != 0) return absl::OkStatus();
+    double total = 0;
+    for (double b : bytes) total += b;
+    std::cerr << absl::StrFormat(
+        "ddp: optimizer state sharded over %d ranks: %.1f MB on rank 0, %.1f MB in all\n",
+        rendezvous_.world_size, bytes[0] / 1e6, total / 1e6);
+    return absl::OkStatus();
+  }
+
   at::Tensor ToDevice(const at::Tensor& t) const { return t.to(device_); }
 
   // Starts the collective `launch` returns, as `collective` in the peer
@@ -407,8 +441,9 @@ class DdpStrategy : public Strategy {
     }
   }
 
-  // One broadcast from rank 0 for many tensors of one dtype each group.
-  void BroadcastCoalesced(std::vector<at::Tensor>& tensors, const std::string& collective) {
+  // One broadcast from `root` for many tensors of one dtype each group.
+  void BroadcastCoalesced(std::vector<at::Tensor>& tensors, const std::string& collective,
+                          int root = 0) {
     std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
     for (at::Tensor& t : tensors) by_type[t.scalar_type()].push_back(t);
     for (auto& [type, group] : by_type) {
@@ -416,7 +451,9 @@ class DdpStrategy : public Strategy {
       for (const at::Tensor& t : group) flat_parts.push_back(t.detach().reshape({-1}));
       std::vector<at::Tensor> flat = {at::cat(flat_parts)};
       progress_.Enter(collective);
-      Wait(*group_->broadcast(flat), collective);
+      c10d::BroadcastOptions from;
+      from.rootRank = root;
+      Wait(*group_->broadcast(flat, from), collective);
       int64_t offset = 0;
       torch::NoGradGuard no_grad;
       for (at::Tensor& t : group) {
@@ -604,6 +641,7 @@ class DdpStrategy : public Strategy {
   PeerProgress progress_;
   torch::Device device_;
   GroupCommunicator communicator_;
+  OptimizerShards shards_;  // used with shard_optimizer_state
   std::vector<at::Tensor> parameters_;
   std::vector<std::string> names_;  // of parameters_, for errors
   std::vector<Bucket> buckets_;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -16,6 +17,7 @@
 #include "pipeline/testing/plugin_test_util.h"
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/linear.h"
+#include "torch/optim/adamw.h"
 #include "torch/optim/sgd.h"
 #include "torch/types.h"
 #include "torch/utils.h"
@@ -421,6 +423,119 @@ TEST(DdpTest, SyncBatchNormOnAModelWithoutBatchNormWarns) {
   EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
   EXPECT_THAT(printed, HasSubstr("warning: ddp: sync_batch_norm is set, but the model has no "
                                  "BatchNorm layer to synchronise"));
+}
+
+using MakeOptimizer =
+    std::function<std::unique_ptr<Optimizer>(const std::vector<torch::Tensor>& parameters)>;
+
+// An optimizer state key as text: LibTorch 1.13 keys by the TensorImpl's
+// address printed, 2.x by the pointer.
+std::string Printed(const std::string& key) { return key; }
+std::string Printed(const void* key) {
+  std::ostringstream text;
+  text << key;
+  return text.str();
+}
+
+// The optimizer's state tensors by parameter name ("fc.weight/exp_avg"):
+// SGD's momentum buffers or AdamW's moments and step counts.
+State OptimizerStateOf(Optimizer& optimizer, torch::nn::Module& model) {
+  std::map<std::string, torch::optim::OptimizerParamState*> entries;
+  for (const auto& [key, entry] : optimizer.state()) entries[Printed(key)] = entry.get();
+  State state;
+  for (const auto& p : model.named_parameters()) {
+    const auto found = entries.find(Printed(static_cast<const void*>(p.value().unsafeGetTensorImpl())));
+    if (found == entries.end()) continue;
+    if (auto* sgd = dynamic_cast<torch::optim::SGDParamState*>(found->second)) {
+      state[p.key() + "/momentum_buffer"] = sgd->momentum_buffer().clone();
+    } else if (auto* adamw = dynamic_cast<torch::optim::AdamWParamState*>(found->second)) {
+      state[p.key() + "/exp_avg"] = adamw->exp_avg().clone();
+      state[p.key() + "/exp_avg_sq"] = adamw->exp_avg_sq().clone();
+      state[p.key() + "/step"] = torch::tensor(static_cast<double>(adamw->step()));
+    }
+  }
+  return state;
+}
+
+struct OptimizedRun {
+  State weights;                     // rank 0's, after the steps
+  std::vector<int64_t> own_entries;  // per rank: optimizer state entries after the steps
+  State gathered;  // rank 0's optimizer state after GatherOptimizerState
+};
+
+// kSteps steps through Strategy::Step on two ranks, each on its half of
+// the batch; then every rank gathers the optimizer state for rank 0.
+OptimizedRun StepOnTwoRanks(const std::string& config, const MakeOptimizer& make_optimizer,
+                            const torch::Tensor& images, const torch::Tensor& labels) {
+  const int port = FreePort();
+  std::vector<std::unique_ptr<WithBatchNorm>> models;
+  torch::manual_seed(3);
+  for (int rank = 0; rank < 2; ++rank) models.push_back(std::make_unique<WithBatchNorm>());
+  OptimizedRun run;
+  run.own_entries.resize(2);
+  std::vector<std::string> errors(2);
+  auto run_rank = [&](int rank) {
+    auto strategy = testing::CreatePlugin<Strategy>(config, RankContext(rank, port));
+    absl::Status status = strategy.status();
+    if (status.ok()) status = (*strategy)->Prepare(*models[rank], {});
+    std::unique_ptr<Optimizer> optimizer = make_optimizer(models[rank]->parameters());
+    for (int step = 0; step < kSteps && status.ok(); ++step) {
+      optimizer->zero_grad();
+      status = (*strategy)
+                   ->ForwardBackward(*models[rank], images[step].narrow(0, 4 * rank, 4),
+                                     labels[step].narrow(0, 4 * rank, 4), CrossEntropy)
+                   .status();
+      if (status.ok()) status = (*strategy)->Step(*optimizer);
+    }
+    run.own_entries[rank] = static_cast<int64_t>(optimizer->state().size());
+    if (status.ok()) status = (*strategy)->GatherOptimizerState(*optimizer);
+    if (rank == 0) run.gathered = OptimizerStateOf(*optimizer, *models[0]);
+    if (!status.ok()) errors[rank] = std::string(status.message());
+  };
+  std::thread rank0(run_rank, 0);
+  std::thread rank1(run_rank, 1);
+  rank0.join();
+  rank1.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  run.weights = StateOf(*models[0]);
+  return run;
+}
+
+// ZeRO-1 against the whole optimizer on every rank: the same weights and,
+// gathered for a checkpoint, the same state; between steps each rank holds
+// only its shard's state.
+void ExpectShardedLikeWhole(const MakeOptimizer& make_optimizer) {
+  torch::manual_seed(0);
+  const torch::Tensor images = torch::randn({kSteps, 8, 1, 4, 4});
+  const torch::Tensor labels = torch::randint(0, 3, {kSteps, 8}, torch::kLong);
+  const OptimizedRun whole = StepOnTwoRanks(R"pb(name: "ddp")pb", make_optimizer, images, labels);
+  const OptimizedRun sharded = StepOnTwoRanks(R"pb(name: "ddp"
+      options { [type.googleapis.com/pipeline.DdpOptions] { shard_optimizer_state: true } })pb",
+                                              make_optimizer, images, labels);
+  EXPECT_LT(MaxDifference(sharded.weights, whole.weights), 1e-6);
+  ASSERT_EQ(whole.gathered.size(), sharded.gathered.size());
+  EXPECT_GT(whole.gathered.size(), 0u);
+  EXPECT_LT(MaxDifference(sharded.gathered, whole.gathered), 1e-6);
+  // conv.weight, bn.weight, bn.bias, fc.weight, fc.bias: 5 in all.
+  EXPECT_EQ(whole.own_entries, (std::vector<int64_t>{5, 5}));
+  EXPECT_EQ(sharded.own_entries[0] + sharded.own_entries[1], 5);
+  EXPECT_GT(sharded.own_entries[0], 0);
+  EXPECT_GT(sharded.own_entries[1], 0);
+}
+
+TEST(DdpTest, ShardedSgdWithMomentumStepsLikeTheWholeOptimizer) {
+  ExpectShardedLikeWhole([](const std::vector<torch::Tensor>& parameters) {
+    return std::make_unique<torch::optim::SGD>(
+        parameters, torch::optim::SGDOptions(0.5).momentum(0.9).weight_decay(1e-3));
+  });
+}
+
+TEST(DdpTest, ShardedAdamWStepsLikeTheWholeOptimizer) {
+  ExpectShardedLikeWhole([](const std::vector<torch::Tensor>& parameters) {
+    return std::make_unique<torch::optim::AdamW>(parameters,
+                                                 torch::optim::AdamWOptions(0.01).weight_decay(0.05));
+  });
 }
 
 TEST(DdpTest, RankBeyondWorldSizeIsRejected) {
