@@ -57,6 +57,7 @@
 #include "plugins/strategies/ddp/peer_progress.h"
 #include "plugins/strategies/ddp/slurm_nodes.h"
 #include "torch/csrc/autograd/function.h"
+#include "torch/csrc/autograd/utils/lambda_post_hook.h"
 #include "torch/csrc/autograd/variable.h"
 #include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
 #include "torch/csrc/distributed/c10d/TCPStore.hpp"
@@ -222,9 +223,24 @@ class DdpStrategy : public Strategy {
       for (const at::Tensor& b : model.buffers()) state.push_back(b);
       BroadcastCoalesced(state, "broadcast of rank 0's initial weights");
       if (options_.sync_batch_norm()) SynchronizeBatchNormLayers(model);
-      BuildBuckets();
+      // Backward produces the last layers' gradients first: the initial
+      // bucket order until the first step shows the real one.
+      std::vector<size_t> reversed(parameters_.size());
+      for (size_t k = 0; k < reversed.size(); ++k) reversed[k] = reversed.size() - 1 - k;
+      BuildBuckets(reversed);
+      // After each parameter's gradient accumulator has added this pass's
+      // gradient into .grad (the bucket's storage), as PyTorch's Reducer.
+      // The accumulators are kept alive here, or autograd would make new
+      // ones without the hook.
+      accumulators_.clear();
       for (size_t i = 0; i < parameters_.size(); ++i) {
-        parameters_[i].register_hook([this, i](const at::Tensor& grad) { OnGradient(i, grad); });
+        accumulators_.push_back(torch::autograd::impl::grad_accumulator(parameters_[i]));
+        accumulators_.back()->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, i](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list&) {
+              OnGradientReady(i);
+              return outputs;
+            }));
       }
     });
   }
@@ -238,11 +254,12 @@ class DdpStrategy : public Strategy {
         if (!buffers.empty()) BroadcastCoalesced(buffers, "broadcast of rank 0's buffers");
       }
       if (synchronize_) {
+        // Not zeroed: each slot is its parameter's .grad, which holds what
+        // earlier accumulated passes (no_sync) left.
         for (Bucket& bucket : buckets_) {
           bucket.ready = 0;
           bucket.launched = false;
           bucket.work.reset();
-          bucket.flat.zero_();
         }
         next_to_launch_ = 0;
         received_.assign(parameters_.size(), false);
@@ -252,7 +269,10 @@ class DdpStrategy : public Strategy {
       if (synchronize_ && options_.find_unused_parameters()) MarkUnusedReady(loss);
       loss.backward();
       double waited = 0;
-      if (synchronize_) waited = FinishGradients();
+      if (synchronize_) {
+        waited = FinishGradients();
+        if (!buckets_rebuilt_) RebuildBucketsInReadyOrder();
+      }
       return StepOutput{loss.detach().cpu(), logits.detach().cpu(), waited};
     });
   }
@@ -463,10 +483,19 @@ class DdpStrategy : public Strategy {
     }
   }
 
-  void BuildBuckets() {
+  // Buckets of about bucket_cap_mb, the parameters in `order` (the order
+  // their gradients become ready); the first bucket at most 1 MiB, as
+  // PyTorch's Reducer, so the first all-reduce starts early in backward.
+  // Each parameter's .grad becomes a view of its slot (PyTorch's
+  // gradient_as_bucket_view): autograd accumulates straight into the
+  // bucket, and the average lands in .grad without a copy.
+  void BuildBuckets(const std::vector<size_t>& order) {
+    torch::NoGradGuard no_grad;
+    std::vector<Bucket> old = std::move(buckets_);
     buckets_.clear();
     bucket_of_.assign(parameters_.size(), 0);
     const int64_t cap_bytes = static_cast<int64_t>(options_.bucket_cap_mb() * 1024 * 1024);
+    constexpr int64_t kFirstBucketBytes = 1024 * 1024;
     Bucket current;
     int64_t elements = 0;
     auto close = [&] {
@@ -476,11 +505,11 @@ class DdpStrategy : public Strategy {
       current = Bucket();
       elements = 0;
     };
-    // Backward produces the last layers' gradients first.
-    for (size_t k = parameters_.size(); k-- > 0;) {
+    for (size_t k : order) {
       const at::Tensor& p = parameters_[k];
+      const int64_t cap = buckets_.empty() ? std::min(cap_bytes, kFirstBucketBytes) : cap_bytes;
       if (!current.parameters.empty() &&
-          (elements + p.numel()) * static_cast<int64_t>(p.element_size()) > cap_bytes) {
+          (elements + p.numel()) * static_cast<int64_t>(p.element_size()) > cap) {
         close();
       }
       bucket_of_[k] = buckets_.size();
@@ -495,22 +524,57 @@ class DdpStrategy : public Strategy {
         position_in_bucket_[bucket.parameters[j]] = j;
       }
     }
+    for (size_t i = 0; i < parameters_.size(); ++i) UseSlotAsGradient(i);
   }
 
-  // Called by autograd with parameter i's gradient for this backward pass.
-  // Without synchronisation autograd just accumulates it into .grad; with it,
-  // the bucket gets what was accumulated so far plus this pass's gradient.
-  void OnGradient(size_t i, const at::Tensor& grad) {
+  // Parameter i's part of its bucket, shaped (and strided) like it. Made
+  // with set_ rather than as a view: it shares the bucket's storage, but
+  // autograd does not track it as a view, which LibTorch's
+  // Optimizer::zero_grad (detach_) would refuse.
+  at::Tensor SlotOf(size_t i) const {
+    const at::Tensor& p = parameters_[i];
+    const Bucket& bucket = buckets_[bucket_of_[i]];
+    std::vector<int64_t> strides(p.dim(), 1);
+    if (p.is_non_overlapping_and_dense()) {
+      strides = p.strides().vec();
+    } else {
+      for (int64_t d = p.dim() - 1; d > 0; --d) strides[d - 1] = strides[d] * p.size(d);
+    }
+    at::Tensor slot = at::empty({0}, bucket.flat.options());
+    torch::NoGradGuard no_grad;
+    slot.set_(bucket.flat.storage(),
+              bucket.flat.storage_offset() + bucket.offsets[position_in_bucket_[i]], p.sizes(),
+              strides);
+    return slot;
+  }
+
+  // Makes parameter i's .grad its slot again, keeping the value: after the
+  // buckets are built, or when .grad was replaced (zero_grad setting it to
+  // none, as LibTorch 2.x's does). An undefined .grad is a zero slot.
+  void UseSlotAsGradient(size_t i) {
+    at::Tensor& p = parameters_[i];
+    at::Tensor slot = SlotOf(i);
+    if (p.grad().defined() && p.grad().is_alias_of(slot)) return;
+    torch::NoGradGuard no_grad;
+    if (p.grad().defined()) {
+      slot.copy_(p.grad());
+    } else {
+      slot.zero_();
+    }
+    p.mutable_grad() = slot;
+  }
+
+  // Called by autograd once parameter i's gradient accumulator has added
+  // this pass's gradient into .grad. Without synchronisation that is all;
+  // with it, the slot now holds what this and earlier accumulated passes
+  // gave, and its bucket may be complete.
+  void OnGradientReady(size_t i) {
     if (!synchronize_) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    Bucket& bucket = buckets_[bucket_of_[i]];
-    const size_t j = position_in_bucket_[i];
-    at::Tensor slot = bucket.flat.narrow(0, bucket.offsets[j], grad.numel());
-    slot.copy_(grad.reshape({-1}));
-    const at::Tensor& accumulated = parameters_[i].grad();
-    if (accumulated.defined()) slot.add_(accumulated.reshape({-1}));
+    UseSlotAsGradient(i);
     received_[i] = true;
-    ++bucket.ready;
+    if (!buckets_rebuilt_) ready_order_.push_back(i);
+    ++buckets_[bucket_of_[i]].ready;
     LaunchReadyBuckets();
   }
 
@@ -533,16 +597,39 @@ class DdpStrategy : public Strategy {
     for (size_t i = 0; i < parameters_.size(); ++i) {
       const auto accumulator = torch::autograd::impl::try_get_grad_accumulator(parameters_[i]);
       if (accumulator && reached.count(accumulator.get())) continue;
-      Bucket& bucket = buckets_[bucket_of_[i]];
-      const at::Tensor& accumulated = parameters_[i].grad();
-      if (accumulated.defined()) {
-        bucket.flat.narrow(0, bucket.offsets[position_in_bucket_[i]], accumulated.numel())
-            .copy_(accumulated.reshape({-1}));
-      }
+      UseSlotAsGradient(i);
       received_[i] = true;
-      ++bucket.ready;
+      ++buckets_[bucket_of_[i]].ready;
     }
     LaunchReadyBuckets();
+  }
+
+  // Once, after the first synchronised step, as PyTorch's Reducer: the
+  // buckets again in the order the gradients became ready, so each bucket
+  // completes as early in backward as it can. Every rank takes rank 0's
+  // order. Not with find_unused_parameters, whose order may change from
+  // step to step.
+  void RebuildBucketsInReadyOrder() {
+    buckets_rebuilt_ = true;
+    if (options_.find_unused_parameters()) return;
+    std::string order(ready_order_.size() * sizeof(int64_t), '\0');
+    for (size_t k = 0; k < ready_order_.size(); ++k) {
+      const int64_t index = static_cast<int64_t>(ready_order_[k]);
+      std::memcpy(&order[k * sizeof(int64_t)], &index, sizeof(index));
+    }
+    const absl::Status shared = communicator_.Broadcast(order, 0, "the gradient bucket order");
+    if (!shared.ok()) throw std::runtime_error(std::string(shared.message()));
+    std::vector<size_t> indices(order.size() / sizeof(int64_t));
+    std::vector<bool> seen(parameters_.size(), false);
+    for (size_t k = 0; k < indices.size(); ++k) {
+      int64_t index;
+      std::memcpy(&index, &order[k * sizeof(int64_t)], sizeof(index));
+      if (index < 0 || index >= static_cast<int64_t>(parameters_.size()) || seen[index]) return;
+      seen[index] = true;
+      indices[k] = static_cast<size_t>(index);
+    }
+    if (indices.size() != parameters_.size()) return;
+    BuildBuckets(indices);
   }
 
   void LaunchReadyBuckets() {
@@ -574,28 +661,20 @@ class DdpStrategy : public Strategy {
     bucket.launched = true;
   }
 
-  // After backward: launch what the hooks did not (unused parameters keep
-  // zeros), wait for every bucket, and write the averages into .grad.
-  // Returns the seconds spent waiting.
+  // After backward: launch what the hooks did not (a parameter this pass
+  // did not reach keeps what earlier accumulated passes left, or zeros),
+  // wait for every bucket and average it: each .grad is a view of its
+  // slot, so that is the average. Returns the seconds spent waiting.
   double FinishGradients() {
     std::vector<std::string> missing;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (size_t i = 0; i < parameters_.size(); ++i) {
-        if (!received_[i]) missing.push_back(names_[i]);
+        if (received_[i]) continue;
+        missing.push_back(names_[i]);
+        UseSlotAsGradient(i);
       }
-      for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) {
-        // A parameter this pass did not reach may still hold gradients of
-        // earlier accumulated passes.
-        Bucket& bucket = buckets_[next_to_launch_];
-        for (size_t j = 0; j < bucket.parameters.size(); ++j) {
-          const at::Tensor& p = parameters_[bucket.parameters[j]];
-          if (!received_[bucket.parameters[j]] && p.grad().defined()) {
-            bucket.flat.narrow(0, bucket.offsets[j], p.numel()).copy_(p.grad().reshape({-1}));
-          }
-        }
-        Launch(bucket);
-      }
+      for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) Launch(buckets_[next_to_launch_]);
     }
     torch::NoGradGuard no_grad;
     const double scale = 1.0 / rendezvous_.world_size;
@@ -610,15 +689,6 @@ class DdpStrategy : public Strategy {
         bucket.flat.copy_(bucket.compressed);  // already divided by the world size
       } else {
         bucket.flat.mul_(scale);
-      }
-      for (size_t j = 0; j < bucket.parameters.size(); ++j) {
-        at::Tensor& p = parameters_[bucket.parameters[j]];
-        at::Tensor average = bucket.flat.narrow(0, bucket.offsets[j], p.numel()).view(p.sizes());
-        if (p.grad().defined()) {
-          p.mutable_grad().copy_(average);
-        } else {
-          p.mutable_grad() = average.clone();
-        }
       }
     }
     // Every rank has finished the same collectives, so failing here leaves
@@ -650,6 +720,11 @@ class DdpStrategy : public Strategy {
   size_t next_to_launch_ = 0;
   bool synchronize_ = true;
   std::vector<bool> received_;  // which parameters' hooks ran in this pass
+  // Until the buckets are rebuilt: the order gradients became ready in.
+  std::vector<size_t> ready_order_;
+  bool buckets_rebuilt_ = false;
+  // Each parameter's, holding the post-hook that reports its gradient.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
   std::mutex mutex_;
 };
 

@@ -414,6 +414,41 @@ TEST(DdpTest, SyncBatchNormTrainsLikeOneProcessOnTheWholeBatch) {
   EXPECT_GT(MaxDifference(TrainOnTwoRanks(R"pb(name: "ddp")pb", images, labels), expected), 1e-3);
 }
 
+// gradient_as_bucket_view: every gradient lives in its bucket's storage
+// (this model's 5 parameters fit the first bucket), through zero_grad and
+// the rebuilding of the buckets after the first step.
+TEST(DdpTest, GradientsLiveInTheirBucket) {
+  const int port = FreePort();
+  std::vector<std::string> errors(2);
+  std::vector<int> shared(2, 0);
+  auto run_rank = [&](int rank) {
+    auto strategy = testing::CreatePlugin<Strategy>(R"pb(name: "ddp")pb", RankContext(rank, port));
+    WithBatchNorm model;
+    absl::Status status = strategy.status();
+    if (status.ok()) status = (*strategy)->Prepare(model, {});
+    torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1));
+    for (int step = 0; step < 3 && status.ok(); ++step) {
+      sgd.zero_grad();
+      status = (*strategy)
+                   ->ForwardBackward(model, torch::randn({4, 1, 4, 4}),
+                                     torch::randint(0, 3, {4}, torch::kLong), CrossEntropy)
+                   .status();
+      if (status.ok()) sgd.step();
+    }
+    const std::vector<torch::Tensor> parameters = model.parameters();
+    for (const torch::Tensor& p : parameters) {
+      shared[rank] += p.grad().defined() && p.grad().is_alias_of(parameters[0].grad());
+    }
+    if (!status.ok()) errors[rank] = std::string(status.message());
+  };
+  std::thread rank0(run_rank, 0);
+  std::thread rank1(run_rank, 1);
+  rank0.join();
+  rank1.join();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(shared, (std::vector<int>{5, 5}));
+}
+
 TEST(DdpTest, SyncBatchNormOnAModelWithoutBatchNormWarns) {
   ::testing::internal::CaptureStderr();
   const std::vector<std::string> errors = RunOneStepOnTwoRanks(R"pb(name: "ddp"
