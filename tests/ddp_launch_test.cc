@@ -306,6 +306,53 @@ TEST(DdpLaunchTest, SyncBatchNormTrainsLikeOneDeviceOnTheWholeBatch) {
   EXPECT_GT(per_rank_difference, 1e-3) << "per-rank BatchNorm should train another model";
 }
 
+// A ddp run of 2 x 4 stopped after 5 steps and resumed from that
+// checkpoint with 1 x 8: the same global batches, so, the model being
+// BatchNorm-free, the same training as the uninterrupted run, epoch by
+// epoch, which only holds if the resumed epoch takes exactly the samples
+// the 2 ranks had not.
+TEST(DdpLaunchTest, ResumedWithAnotherWorldSizeTheEpochGoesOnWithTheSamplesNobodyTook) {
+  auto config_in = [](const std::string& name) {
+    const std::string dir = ::testing::TempDir() + "/reshard_" + name;
+    std::filesystem::create_directories(dir);
+    testing::SmallCnnRun run;
+    run.strategy = testing::DdpStrategy(2);
+    run.distributed_sampler = true;
+    run.batch_size = 4;
+    run.checkpoint = "every_steps: 5 keep_last: 0";
+    run.output_dir = dir + "/out";
+    std::ofstream(dir + "/config.textproto") << testing::SmallCnnConfigText(run);
+    return dir;
+  };
+  auto train = [](const std::string& dir, const std::string& flags, const std::string& log) {
+    const int status = std::system(("tools/train --config=" + dir + "/config.textproto " + flags +
+                                    " > " + dir + "/" + log + " 2>&1")
+                                       .c_str());
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  };
+  const std::string reference = config_in("reference");
+  ASSERT_TRUE(train(reference, "", "log")) << ReadFile(reference + "/log");
+  const std::string resumed = config_in("resumed");
+  ASSERT_TRUE(train(resumed, "--set=trainer.max_steps=6", "first_log"))
+      << ReadFile(resumed + "/first_log");
+  ASSERT_TRUE(train(resumed,
+                    "--set=strategy.options.nproc_per_node=1 --set=train_data.batch_size=8 "
+                    "--resume=" + resumed + "/out/checkpoint_step_5.pt",
+                    "log"))
+      << ReadFile(resumed + "/log");
+  const std::string output = ReadFile(resumed + "/log");
+  EXPECT_THAT(output, HasSubstr("resume: continuing from "));
+  for (const char* field : {"train_loss", "val_loss", "val_acc"}) {
+    const std::vector<double> expected = EpochValues(ReadFile(reference + "/log"), field);
+    const std::vector<double> actual = EpochValues(output, field);
+    ASSERT_EQ(expected.size(), 3u);
+    ASSERT_EQ(actual.size(), 3u) << output;
+    for (size_t epoch = 0; epoch < 3; ++epoch) {
+      EXPECT_NEAR(expected[epoch], actual[epoch], 1e-4) << field << " of epoch " << epoch + 1;
+    }
+  }
+}
+
 using testing::FreePort;
 
 struct RankRun {

@@ -348,6 +348,8 @@ absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& o
     archive.write("class_names", c10::IValue(absl::StrJoin(contents.class_names, "\n")));
     archive.write("config", c10::IValue(contents.resolved_config));
     archive.write("epoch_step", c10::IValue(contents.epoch_step));
+    archive.write("epoch_samples_per_rank", c10::IValue(contents.epoch_samples_per_rank));
+    archive.write("world_size", c10::IValue(contents.world_size));
     archive.write("epoch_sums", torch::tensor(contents.epoch_sums.empty()
                                                   ? std::vector<double>{0, 0}
                                                   : contents.epoch_sums,
@@ -450,6 +452,12 @@ absl::StatusOr<LoadedCheckpoint> ReadCheckpoint(const std::string& path) {
     c10::IValue epoch_step, best;
     if (archive.try_read("epoch_step", epoch_step) && epoch_step.isInt()) {
       loaded.contents.epoch_step = epoch_step.toInt();
+    }
+    c10::IValue samples_per_rank, world_size;
+    if (archive.try_read("epoch_samples_per_rank", samples_per_rank) && samples_per_rank.isInt() &&
+        archive.try_read("world_size", world_size) && world_size.isInt()) {
+      loaded.contents.epoch_samples_per_rank = samples_per_rank.toInt();
+      loaded.contents.world_size = world_size.toInt();
     }
     torch::Tensor sums;
     if (archive.try_read("epoch_sums", sums) && sums.dim() == 1) {

@@ -27,6 +27,11 @@ struct CheckpointContents {
   // metrics' sums).
   int64_t epoch_step = 0;
   std::vector<double> epoch_sums;
+  // The samples each rank had taken of epoch `epoch` and how many ranks
+  // the run had, so a run resumed with another world size deals the rest
+  // of the epoch between its ranks (0: not recorded, older checkpoints).
+  int64_t epoch_samples_per_rank = 0;
+  int64_t world_size = 0;
   // Best value so far of checkpoint.best_metric (the value
   // checkpoint_best.pt holds), NaN before any validation. Stored under its
   // first name, best_val_accuracy, where -1 also meant none.

@@ -62,6 +62,9 @@ absl::Status CheckpointHook::OnStepEnd(TrainContext& context, const StepReport&)
   if (!context.primary) return absl::OkStatus();
   CheckpointContents contents = Contents(context, at.epoch);
   contents.epoch_step = at.epoch_step;
+  contents.epoch_samples_per_rank = at.epoch_step * context.config.trainer().accumulate_steps() *
+                                    context.config.train_data().batch_size();
+  contents.world_size = context.communicator.world_size();
   contents.epoch_sums = std::move(sums);
   return Write(context, absl::StrCat("checkpoint_step_", at.step, ".pt"), contents,
                /*rolling=*/true, /*may_continue=*/!context.stop_after_step);

@@ -134,28 +134,48 @@ class TrainingLoop {
     return report;
   }
 
-  // The epoch's order from the sampler; resuming inside this epoch, its
-  // first steps' batches are left out (batches are consecutive runs of the
-  // order, so the rest stay the same) and its sums so far come back on
-  // rank 0, which saved the whole job's.
+  // The epoch's order from the sampler; resuming inside this epoch, what
+  // the checkpoint's run had not taken of it (batches are consecutive runs
+  // of the order, so with the same world size the rest stay the same; with
+  // another the sampler deals the rest anew), and its sums so far come back
+  // on rank 0, which saved the whole job's.
   void StartEpoch() {
     TrainPosition& at = context_.position;
-    std::vector<int64_t> order =
-        run_.train.sampler->EpochIndices(run_.train.dataset->size(), at.epoch);
     at.epoch_step = 0;
     context_.epoch_sums = run_.metrics->EmptySums();
     const CheckpointContents* resumed =
         run_.resume ? &run_.resume->checkpoint.contents : nullptr;
-    if (resumed != nullptr && at.epoch == resumed->epoch && resumed->epoch_step > 0) {
-      at.epoch_step = resumed->epoch_step;
-      const int64_t done = std::min<int64_t>(
-          static_cast<int64_t>(order.size()),
-          at.epoch_step * context_.config.trainer().accumulate_steps() *
-              context_.config.train_data().batch_size());
-      order.erase(order.begin(), order.begin() + done);
-      if (context_.primary && resumed->epoch_sums.size() == context_.epoch_sums.size()) {
-        context_.epoch_sums = resumed->epoch_sums;
-      }
+    if (resumed == nullptr || at.epoch != resumed->epoch) {
+      run_.train.loader->StartEpoch(
+          at.epoch, run_.train.sampler->EpochIndices(run_.train.dataset->size(), at.epoch));
+      return;
+    }
+    const TrainerConfig& trainer = context_.config.trainer();
+    const int world_size = context_.communicator.world_size();
+    EpochProgress done{resumed->epoch_step * trainer.accumulate_steps() *
+                           context_.config.train_data().batch_size(),
+                       world_size};
+    if (resumed->world_size > 0) {
+      done = {resumed->epoch_samples_per_rank, static_cast<int>(resumed->world_size)};
+    }
+    std::vector<int64_t> order =
+        run_.train.sampler->RemainingEpochIndices(run_.train.dataset->size(), at.epoch, done);
+    at.epoch_step = resumed->epoch_step;
+    if (done.world_size != world_size) {
+      // Steps count in this run's units from here: an epoch has another
+      // number of them, and the schedule and max_steps go by the epochs
+      // done.
+      const int64_t steps_left =
+          run_.train.loader->BatchesPerEpoch(static_cast<int64_t>(order.size())) /
+          trainer.accumulate_steps();
+      at.epoch_step = resumed->epoch_step == 0
+                          ? 0
+                          : std::max<int64_t>(at.steps_per_epoch - steps_left, 0);
+      at.step = at.epoch * at.steps_per_epoch + at.epoch_step;
+    }
+    if (resumed->epoch_step > 0 && context_.primary &&
+        resumed->epoch_sums.size() == context_.epoch_sums.size()) {
+      context_.epoch_sums = resumed->epoch_sums;
     }
     run_.train.loader->StartEpoch(at.epoch, std::move(order));
   }

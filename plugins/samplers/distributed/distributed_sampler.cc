@@ -31,6 +31,21 @@ class DistributedSampler : public Sampler {
         world_size_(context.world_size) {}
 
   std::vector<int64_t> EpochIndices(int64_t dataset_size, int64_t epoch) const override {
+    return Shard(Shuffled(dataset_size, epoch), /*start=*/0);
+  }
+
+  // Rank r's k-th sample is the global order's (k * world size + r)-th, so
+  // the earlier run's ranks took a prefix of it: the rest is dealt between
+  // this run's ranks. With the same world size that is exactly what each
+  // rank had left.
+  std::vector<int64_t> RemainingEpochIndices(int64_t dataset_size, int64_t epoch,
+                                             const EpochProgress& done) const override {
+    return Shard(Shuffled(dataset_size, epoch),
+                 done.samples_per_rank * std::max(done.world_size, 1));
+  }
+
+ private:
+  std::vector<int64_t> Shuffled(int64_t dataset_size, int64_t epoch) const {
     std::vector<int64_t> order(dataset_size);
     std::iota(order.begin(), order.end(), 0);
     if (options_.shuffle()) {
@@ -41,20 +56,27 @@ class DistributedSampler : public Sampler {
         std::swap(order[i], order[random.Below(static_cast<uint64_t>(i) + 1)]);
       }
     }
-    const int64_t per_rank = options_.drop_last()
-                                 ? dataset_size / world_size_
-                                 : (dataset_size + world_size_ - 1) / world_size_;
-    const int64_t total = per_rank * world_size_;
-    for (int64_t i = dataset_size; i < total && dataset_size > 0; ++i) {
-      order.push_back(order[(i - dataset_size) % dataset_size]);
-    }
+    return order;
+  }
+
+  // This rank's every world_size-th sample of `order` from position
+  // `start` on: the same count on every rank, the last ones repeating the
+  // order's start (or left out, with drop_last), as torch's
+  // DistributedSampler.
+  std::vector<int64_t> Shard(const std::vector<int64_t>& order, int64_t start) const {
+    const int64_t size = static_cast<int64_t>(order.size());
+    const int64_t left = std::max<int64_t>(size - start, 0);
+    const int64_t per_rank =
+        options_.drop_last() ? left / world_size_ : (left + world_size_ - 1) / world_size_;
     std::vector<int64_t> shard;
     shard.reserve(per_rank);
-    for (int64_t i = rank_; i < total; i += world_size_) shard.push_back(order[i]);
+    for (int64_t k = 0; k < per_rank; ++k) {
+      const int64_t i = start + k * world_size_ + rank_;
+      shard.push_back(i < size ? order[i] : order[(i - size) % size]);
+    }
     return shard;
   }
 
- private:
   DistributedSamplerOptions options_;
   uint64_t seed_;
   int rank_;
