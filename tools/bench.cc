@@ -18,7 +18,8 @@
 //   end_to_end  `train` on the JPEG ImageFolder: images/s against the ceiling,
 //               and its peak memory
 //   ddp         `train` with ddp, 2 workers x 1 thread, against 1 process x 1
-//               thread
+//               thread, and PyTorch's DistributedDataParallel on the same
+//               model and settings (tools/bench_reference.py --ddp_steps)
 //   models      parameters, forward multiply-adds at 224 and training images/s
 //               of every backbone
 #include <sys/resource.h>
@@ -442,6 +443,70 @@ void SetImageFolderRoot(PluginConfig& dataset, const std::string& root) {
   dataset.mutable_options()->PackFrom(*options);
 }
 
+// ---- the Python DDP reference ----
+
+constexpr int kReferenceWarmupSteps = 3;
+// The allocator `train` links (//third_party:tcmalloc), preloaded into the
+// reference: under glibc malloc, page faults would dominate its steps.
+constexpr char kTcmalloc[] = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
+
+// A plugin's options as one line of text ("lr: 0.002 weight_decay: 0.05"):
+// every field of the resolved config, through reflection, as above.
+std::string OptionsText(const google::protobuf::Any& any) {
+  const std::string type = any.type_url().substr(any.type_url().rfind('/') + 1);
+  const google::protobuf::Descriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
+  if (descriptor == nullptr) return "";
+  std::unique_ptr<google::protobuf::Message> options(
+      google::protobuf::MessageFactory::generated_factory()->GetPrototype(descriptor)->New());
+  any.UnpackTo(options.get());
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  std::string text;
+  printer.PrintToString(*options, &text);
+  return text;
+}
+
+// tools/bench_reference.py --ddp_steps with `ddp`'s model, batch per rank,
+// optimizer, loss, memory format, precision and ddp options.
+std::vector<std::string> DdpReferenceArgs(const PipelineConfig& ddp) {
+  const TrainerConfig& trainer = ddp.trainer();
+  std::vector<std::string> args = {
+      FLAGS_python, "tools/bench_reference.py", absl::StrCat("--ddp_steps=", FLAGS_ddp_steps),
+      absl::StrCat("--ddp_warmup_steps=", kReferenceWarmupSteps),
+      absl::StrCat("--batch_size=", ddp.train_data().batch_size()),
+      absl::StrCat("--seed=", trainer.seed()), "--model=" + ddp.model().name(),
+      "--model_options=" + OptionsText(ddp.model().options()),
+      "--optimizer=" + ddp.optimizer().name(),
+      "--optimizer_options=" + OptionsText(ddp.optimizer().options()),
+      "--loss=" + ddp.loss().name(), "--loss_options=" + OptionsText(ddp.loss().options()),
+      "--precision=" + TrainerConfig::Precision_Name(trainer.precision()),
+      "--ddp_options=" + OptionsText(ddp.strategy().options())};
+  // 0: from the data, which for Fashion-MNIST is the script's default.
+  if (ddp.model().in_channels() > 0) {
+    args.push_back(absl::StrCat("--in_channels=", ddp.model().in_channels()));
+  }
+  if (ddp.model().num_classes() > 0) {
+    args.push_back(absl::StrCat("--num_classes=", ddp.model().num_classes()));
+  }
+  if (trainer.channels_last()) args.push_back("--channels_last");
+  return args;
+}
+
+// What the Python DDP reference leaves out of `config`'s training step.
+std::string NotMirrored(const PipelineConfig& config) {
+  const TrainerConfig& trainer = config.trainer();
+  std::vector<std::string> left;
+  if (trainer.ema().decay() > 0) left.push_back("ema");
+  if (trainer.clip_grad().max_norm() > 0 || trainer.clip_grad().max_value() > 0) {
+    left.push_back("clip_grad");
+  }
+  if (trainer.accumulate_steps() > 1) left.push_back("accumulate_steps");
+  if (config.train_data().batch_transforms_size() > 0) left.push_back("batch_transforms");
+  if (config.model().freeze_backbone()) left.push_back("freeze_backbone");
+  return left.empty() ? "" : ", without the config's " + absl::StrJoin(left, ", ");
+}
+
 std::string EnsureCorpus() {
   if (!FLAGS_corpus.empty()) return FLAGS_corpus;
   const std::string root = FLAGS_work_dir + "/jpeg_corpus";
@@ -563,6 +628,64 @@ void ModelsSection() {
     std::cerr << "bench: " << c.label << " done\n";
   }
   table.Print();
+}
+
+// ---- ddp ----
+
+// One of the runner's ddp runs: its config and images/s (unset: failed).
+struct DdpRun {
+  PipelineConfig config;
+  std::optional<double> images_per_sec;
+};
+
+// PyTorch's DistributedDataParallel (tools/bench_reference.py --ddp_steps) on
+// each of `runs`' settings: against 2 x single process, and the runner's ddp
+// against it.
+void PytorchDdpRows(Table& table, const std::vector<DdpRun>& runs,
+                    std::optional<double> single_rate) {
+  const std::string name = "PyTorch DDP reference (tools/bench_reference.py --ddp_steps)";
+  ProcessResult probe =
+      RunProcess({FLAGS_python, "-c", "import torch, torchvision; print(torch.__version__)"});
+  if (probe.exit_code != 0) {
+    table.Add({name, "skipped: " + FLAGS_python + " has no torch or torchvision; apt-get install "
+               "python3-torch python3-torchvision", "-", "-"});
+    return;
+  }
+  const std::string dataset = runs.front().config.train_data().dataset().name();
+  if (dataset != "fashion_mnist") {
+    table.Add({name, "skipped: it trains on Fashion-MNIST tensors, the config on " + dataset,
+               "-", "-"});
+    return;
+  }
+  const absl::string_view output = absl::StripAsciiWhitespace(probe.output);
+  const std::string version(output.substr(output.rfind('\n') + 1));
+  const bool tcmalloc = fs::exists(kTcmalloc);
+  for (const DdpRun& run : runs) {
+    const int batch = run.config.train_data().batch_size();
+    const std::string label = absl::StrFormat(
+        "PyTorch DDP (torch %s, gloo), 2 processes x 1 thread, %d steps of %d each after %d "
+        "untimed; in-memory tensors, no loader; %s%s",
+        version, FLAGS_ddp_steps, batch, kReferenceWarmupSteps,
+        tcmalloc ? "tcmalloc preloaded, as train links it" : "glibc malloc",
+        NotMirrored(run.config));
+    ProcessResult python = RunProcess(
+        DdpReferenceArgs(run.config),
+        tcmalloc ? std::vector<std::string>{absl::StrCat("LD_PRELOAD=", kTcmalloc)}
+                 : std::vector<std::string>{});
+    const auto rate = JsonNumber(python.output, "ddp_images_per_sec", "ddp_images_per_sec");
+    if (python.exit_code != 0 || !rate) {
+      std::cerr << "bench: tools/bench_reference.py --ddp_steps failed:\n"
+                << Tail(python.output) << "\n";
+      table.Add({label, "failed", "-", "-"});
+      continue;
+    }
+    table.Add({label, absl::StrFormat("%.1f", *rate),
+               single_rate ? Ratio(*rate, 2 * *single_rate) : "-", "2 x single process"});
+    if (run.images_per_sec) {
+      table.Add({absl::StrFormat("  runner's ddp against PyTorch's DDP, %d per rank", batch), "-",
+                 Ratio(*run.images_per_sec, *rate), "PyTorch DDP"});
+    }
+  }
 }
 
 // ---- the performance table ----
@@ -838,6 +961,7 @@ int Main() {
     // The shipped ddp config splits the single run's batch over the ranks
     // (the same global batch, so the same training); the second run keeps
     // the single run's batch on each rank, as scaling is usually measured.
+    std::vector<DdpRun> ddp_runs;
     for (const bool same_per_rank : {false, true}) {
       PipelineConfig ddp = config_for(true, same_per_rank ? "ddp_per_rank" : "ddp");
       if (same_per_rank) ddp.mutable_train_data()->set_batch_size(single.train_data().batch_size());
@@ -847,6 +971,7 @@ int Main() {
           same_per_rank ? " (the single run's batch on each rank)" : "");
       const std::optional<double> ddp_rate = rate_of(
           RunProcess({train, "--config=" + WriteConfig("ddp.textproto", ddp)}), ddp_label);
+      ddp_runs.push_back({ddp, ddp_rate});
       if (!ddp_rate || !single_rate) continue;
       table.Add({ddp_label, absl::StrFormat("%.1f", *ddp_rate),
                  Ratio(*ddp_rate, 2 * *single_rate), "2 x single process"});
@@ -855,6 +980,7 @@ int Main() {
                    Ratio(*ddp_rate, *independent_rate), "2 independent processes"});
       }
     }
+    PytorchDdpRows(table, ddp_runs, single_rate);
   }
   table.Print();
   return 0;
