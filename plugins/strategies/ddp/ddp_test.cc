@@ -345,39 +345,6 @@ State StateOf(torch::nn::Module& model) {
 
 constexpr int kSteps = 3;
 
-// kSteps steps of SGD with momentum, each on 4 images per rank (the
-// step's batch split in two); returns rank 0's weights and buffers.
-State TrainOnTwoRanks(const std::string& config, const torch::Tensor& images,
-                      const torch::Tensor& labels) {
-  const int port = FreePort();
-  std::vector<std::unique_ptr<WithBatchNorm>> models;
-  torch::manual_seed(3);
-  for (int rank = 0; rank < 2; ++rank) models.push_back(std::make_unique<WithBatchNorm>());
-  std::vector<std::string> errors(2);
-  auto run_rank = [&](int rank) {
-    auto strategy = testing::CreatePlugin<Strategy>(config, RankContext(rank, port));
-    absl::Status status = strategy.status();
-    if (status.ok()) status = (*strategy)->Prepare(*models[rank], {});
-    torch::optim::SGD sgd(models[rank]->parameters(), torch::optim::SGDOptions(0.5).momentum(0.9));
-    for (int step = 0; step < kSteps && status.ok(); ++step) {
-      sgd.zero_grad();
-      status = (*strategy)
-                   ->ForwardBackward(*models[rank], images[step].narrow(0, 4 * rank, 4),
-                                     labels[step].narrow(0, 4 * rank, 4), CrossEntropy)
-                   .status();
-      if (status.ok()) sgd.step();
-    }
-    if (!status.ok()) errors[rank] = std::string(status.message());
-  };
-  std::thread rank0(run_rank, 0);
-  std::thread rank1(run_rank, 1);
-  rank0.join();
-  rank1.join();
-  EXPECT_EQ(errors[0], "");
-  EXPECT_EQ(errors[1], "");
-  return StateOf(*models[0]);
-}
-
 // The largest difference between two states' tensors.
 double MaxDifference(const State& a, const State& b) {
   double largest = 0;
@@ -386,78 +353,6 @@ double MaxDifference(const State& a, const State& b) {
         largest, (value.to(torch::kDouble) - b.at(key).to(torch::kDouble)).abs().max().item<double>());
   }
   return largest;
-}
-
-// Two ranks of 4 images with sync_batch_norm train as one process on all 8
-// with ordinary BatchNorm (the same weights, running statistics and count
-// after kSteps of SGD with momentum); without it they do not.
-TEST(DdpTest, SyncBatchNormTrainsLikeOneProcessOnTheWholeBatch) {
-  torch::manual_seed(0);
-  const torch::Tensor images = torch::randn({kSteps, 8, 1, 4, 4}) * 2 + 0.5;
-  const torch::Tensor labels = torch::randint(0, 3, {kSteps, 8}, torch::kLong);
-  torch::manual_seed(3);
-  WithBatchNorm reference;
-  torch::optim::SGD sgd(reference.parameters(), torch::optim::SGDOptions(0.5).momentum(0.9));
-  for (int step = 0; step < kSteps; ++step) {
-    sgd.zero_grad();
-    CrossEntropy(reference.forward(images[step]), labels[step]).backward();
-    sgd.step();
-  }
-  const State expected = StateOf(reference);
-
-  const State synchronised = TrainOnTwoRanks(R"pb(name: "ddp"
-      options { [type.googleapis.com/pipeline.DdpOptions] { sync_batch_norm: true } })pb",
-                                              images, labels);
-  EXPECT_LT(MaxDifference(synchronised, expected), 1e-5);
-  EXPECT_EQ(synchronised.at("bn.num_batches_tracked").item<int64_t>(), kSteps);
-  // Per-rank statistics train another model: the comparison can tell.
-  EXPECT_GT(MaxDifference(TrainOnTwoRanks(R"pb(name: "ddp")pb", images, labels), expected), 1e-3);
-}
-
-// gradient_as_bucket_view: every gradient lives in its bucket's storage
-// (this model's 5 parameters fit the first bucket), through zero_grad and
-// the rebuilding of the buckets after the first step.
-TEST(DdpTest, GradientsLiveInTheirBucket) {
-  const int port = FreePort();
-  std::vector<std::string> errors(2);
-  std::vector<int> shared(2, 0);
-  auto run_rank = [&](int rank) {
-    auto strategy = testing::CreatePlugin<Strategy>(R"pb(name: "ddp")pb", RankContext(rank, port));
-    WithBatchNorm model;
-    absl::Status status = strategy.status();
-    if (status.ok()) status = (*strategy)->Prepare(model, {});
-    torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1));
-    for (int step = 0; step < 3 && status.ok(); ++step) {
-      sgd.zero_grad();
-      status = (*strategy)
-                   ->ForwardBackward(model, torch::randn({4, 1, 4, 4}),
-                                     torch::randint(0, 3, {4}, torch::kLong), CrossEntropy)
-                   .status();
-      if (status.ok()) sgd.step();
-    }
-    const std::vector<torch::Tensor> parameters = model.parameters();
-    for (const torch::Tensor& p : parameters) {
-      shared[rank] += p.grad().defined() && p.grad().is_alias_of(parameters[0].grad());
-    }
-    if (!status.ok()) errors[rank] = std::string(status.message());
-  };
-  std::thread rank0(run_rank, 0);
-  std::thread rank1(run_rank, 1);
-  rank0.join();
-  rank1.join();
-  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
-  EXPECT_EQ(shared, (std::vector<int>{5, 5}));
-}
-
-TEST(DdpTest, SyncBatchNormOnAModelWithoutBatchNormWarns) {
-  ::testing::internal::CaptureStderr();
-  const std::vector<std::string> errors = RunOneStepOnTwoRanks(R"pb(name: "ddp"
-      options { [type.googleapis.com/pipeline.DdpOptions] {
-        sync_batch_norm: true find_unused_parameters: true } })pb");
-  const std::string printed = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
-  EXPECT_THAT(printed, HasSubstr("warning: ddp: sync_batch_norm is set, but the model has no "
-                                 "BatchNorm layer to synchronise"));
 }
 
 using MakeOptimizer =
@@ -535,6 +430,85 @@ OptimizedRun StepOnTwoRanks(const std::string& config, const MakeOptimizer& make
   EXPECT_EQ(errors[1], "");
   run.weights = StateOf(*models[0]);
   return run;
+}
+
+// Two ranks of 4 images with sync_batch_norm train as one process on all 8
+// with ordinary BatchNorm (the same weights, running statistics and count
+// after kSteps of SGD with momentum); without it they do not.
+TEST(DdpTest, SyncBatchNormTrainsLikeOneProcessOnTheWholeBatch) {
+  torch::manual_seed(0);
+  const torch::Tensor images = torch::randn({kSteps, 8, 1, 4, 4}) * 2 + 0.5;
+  const torch::Tensor labels = torch::randint(0, 3, {kSteps, 8}, torch::kLong);
+  torch::manual_seed(3);
+  WithBatchNorm reference;
+  torch::optim::SGD sgd(reference.parameters(), torch::optim::SGDOptions(0.5).momentum(0.9));
+  for (int step = 0; step < kSteps; ++step) {
+    sgd.zero_grad();
+    CrossEntropy(reference.forward(images[step]), labels[step]).backward();
+    sgd.step();
+  }
+  const State expected = StateOf(reference);
+
+  const MakeOptimizer make_sgd = [](const std::vector<torch::Tensor>& parameters) {
+    return std::make_unique<torch::optim::SGD>(parameters,
+                                               torch::optim::SGDOptions(0.5).momentum(0.9));
+  };
+  const State synchronised = StepOnTwoRanks(R"pb(name: "ddp"
+      options { [type.googleapis.com/pipeline.DdpOptions] { sync_batch_norm: true } })pb",
+                                            make_sgd, images, labels)
+                                 .weights;
+  EXPECT_LT(MaxDifference(synchronised, expected), 1e-5);
+  EXPECT_EQ(synchronised.at("bn.num_batches_tracked").item<int64_t>(), kSteps);
+  // Per-rank statistics train another model: the comparison can tell.
+  EXPECT_GT(
+      MaxDifference(StepOnTwoRanks(R"pb(name: "ddp")pb", make_sgd, images, labels).weights, expected),
+      1e-3);
+}
+
+// gradient_as_bucket_view: every gradient lives in its bucket's storage
+// (this model's 5 parameters fit the first bucket), through zero_grad and
+// the rebuilding of the buckets after the first step.
+TEST(DdpTest, GradientsLiveInTheirBucket) {
+  const int port = FreePort();
+  std::vector<std::string> errors(2);
+  std::vector<int> shared(2, 0);
+  auto run_rank = [&](int rank) {
+    auto strategy = testing::CreatePlugin<Strategy>(R"pb(name: "ddp")pb", RankContext(rank, port));
+    WithBatchNorm model;
+    absl::Status status = strategy.status();
+    if (status.ok()) status = (*strategy)->Prepare(model, {});
+    torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.1));
+    for (int step = 0; step < 3 && status.ok(); ++step) {
+      sgd.zero_grad();
+      status = (*strategy)
+                   ->ForwardBackward(model, torch::randn({4, 1, 4, 4}),
+                                     torch::randint(0, 3, {4}, torch::kLong), CrossEntropy)
+                   .status();
+      if (status.ok()) sgd.step();
+    }
+    const std::vector<torch::Tensor> parameters = model.parameters();
+    for (const torch::Tensor& p : parameters) {
+      shared[rank] += p.grad().defined() && p.grad().is_alias_of(parameters[0].grad());
+    }
+    if (!status.ok()) errors[rank] = std::string(status.message());
+  };
+  std::thread rank0(run_rank, 0);
+  std::thread rank1(run_rank, 1);
+  rank0.join();
+  rank1.join();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_EQ(shared, (std::vector<int>{5, 5}));
+}
+
+TEST(DdpTest, SyncBatchNormOnAModelWithoutBatchNormWarns) {
+  ::testing::internal::CaptureStderr();
+  const std::vector<std::string> errors = RunOneStepOnTwoRanks(R"pb(name: "ddp"
+      options { [type.googleapis.com/pipeline.DdpOptions] {
+        sync_batch_norm: true find_unused_parameters: true } })pb");
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+  EXPECT_THAT(printed, HasSubstr("warning: ddp: sync_batch_norm is set, but the model has no "
+                                 "BatchNorm layer to synchronise"));
 }
 
 // ZeRO-1 against the whole optimizer on every rank: the same weights and,
