@@ -491,7 +491,8 @@ class DdpStrategy : public Strategy {
   // bucket, and the average lands in .grad without a copy.
   void BuildBuckets(const std::vector<size_t>& order) {
     torch::NoGradGuard no_grad;
-    std::vector<Bucket> old = std::move(buckets_);
+    // Gradients in the old buckets stay alive as long as their .grad holds
+    // them, for UseSlotAsGradient to copy below.
     buckets_.clear();
     bucket_of_.assign(parameters_.size(), 0);
     const int64_t cap_bytes = static_cast<int64_t>(options_.bucket_cap_mb() * 1024 * 1024);
@@ -524,6 +525,8 @@ class DdpStrategy : public Strategy {
         position_in_bucket_[bucket.parameters[j]] = j;
       }
     }
+    slots_.clear();
+    for (size_t i = 0; i < parameters_.size(); ++i) slots_.push_back(MakeSlot(i));
     for (size_t i = 0; i < parameters_.size(); ++i) UseSlotAsGradient(i);
   }
 
@@ -531,7 +534,7 @@ class DdpStrategy : public Strategy {
   // with set_ rather than as a view: it shares the bucket's storage, but
   // autograd does not track it as a view, which LibTorch's
   // Optimizer::zero_grad (detach_) would refuse.
-  at::Tensor SlotOf(size_t i) const {
+  at::Tensor MakeSlot(size_t i) const {
     const at::Tensor& p = parameters_[i];
     const Bucket& bucket = buckets_[bucket_of_[i]];
     std::vector<int64_t> strides(p.dim(), 1);
@@ -553,7 +556,7 @@ class DdpStrategy : public Strategy {
   // none, as LibTorch 2.x's does). An undefined .grad is a zero slot.
   void UseSlotAsGradient(size_t i) {
     at::Tensor& p = parameters_[i];
-    at::Tensor slot = SlotOf(i);
+    const at::Tensor& slot = slots_[i];
     if (p.grad().defined() && p.grad().is_alias_of(slot)) return;
     torch::NoGradGuard no_grad;
     if (p.grad().defined()) {
@@ -717,6 +720,9 @@ class DdpStrategy : public Strategy {
   std::vector<Bucket> buckets_;
   std::vector<size_t> bucket_of_;
   std::vector<size_t> position_in_bucket_;
+  // Each parameter's part of its bucket (MakeSlot), made once per build:
+  // UseSlotAsGradient runs for every parameter in every step.
+  std::vector<at::Tensor> slots_;
   size_t next_to_launch_ = 0;
   bool synchronize_ = true;
   std::vector<bool> received_;  // which parameters' hooks ran in this pass
