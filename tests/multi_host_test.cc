@@ -14,6 +14,7 @@
 // passes on a busy machine as on an idle one. The durations it prints are
 // for the reader.
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -343,6 +344,64 @@ TEST(MultiHostTest, UnderMaxRestartsAJobWhoseLinkWasCutResumesAndLosesNothing) {
   EXPECT_THAT(host0, HasSubstr("\"steps\":120"));
   ExpectSameEpochs(clean[0]->Output(), host0, kEpochs, 0);
   ExpectSameModel(FinalCheckpoint(clean_dir, kEpochs), FinalCheckpoint(dir, kEpochs));
+}
+
+// An elastic job (--nnodes=2:3) on three hosts; host 2's cable is pulled
+// for good in the middle of training. Hosts 0 and 1 fail on the collective
+// after timeout_seconds, meet in rendezvous round 1 without host 2 (after
+// the last call), and finish the job as a world of two from the latest
+// checkpoint. Host 2's launcher cannot reach the rendezvous any more and
+// ends with an error.
+TEST(MultiHostTest, AnElasticJobGoesOnWithoutAHostWhoseLinkIsGone) {
+  auto network = TestNetwork::Create(3);
+  if (absl::IsUnavailable(network.status())) GTEST_SKIP() << network.status().message();
+  ASSERT_TRUE(network.ok()) << network.status();
+  // 2 workers a host, 4 samples each: 4 steps an epoch as 6 ranks, 6 as 4.
+  constexpr int kEpochs = 10;
+  const std::string dir = RunDir("elastic");
+  const std::string config = WriteConfig(dir, "ddp", 4, kEpochs);
+  std::vector<std::unique_ptr<BackgroundProcess>> nodes;
+  const auto start = std::chrono::steady_clock::now();
+  for (int host = 0; host < 3; ++host) {
+    // The guests (not on master_addr's host) wait for the host's store.
+    nodes.push_back(std::make_unique<BackgroundProcess>(
+        (*network)->OnHost(
+            host, {"/usr/bin/env", "GLOO_SOCKET_IFNAME=" + TestNetwork::Interface(),
+                   "tools/train", "--config=" + config, "--nnodes=2:3",
+                   "--master_addr=" + (*network)->Address(0),
+                   absl::StrCat("--master_port=", kMasterPort), "--rdzv_last_call_timeout=20",
+                   "--set=strategy.options.timeout_seconds=10",
+                   "--set=strategy.options.max_restarts=1", "--set=checkpoint.every_steps=2"}),
+        absl::StrCat(dir, "/log", host)));
+  }
+  ASSERT_TRUE(nodes[0]->WaitForOutput("step 4/")) << nodes[0]->Output();
+  ASSERT_TRUE((*network)->SetLinkUp(2, false).ok());
+  const auto cut = std::chrono::steady_clock::now();
+  const int host0_exit = nodes[0]->Wait();
+  const int host1_exit = nodes[1]->Wait();
+  Report(absl::StrFormat("elastic, host 2 cut at step 4: hosts 0 and 1 finished %.1f s after "
+                         "the cut, %.1f s in all",
+                         SecondsSince(cut), SecondsSince(start)));
+  const std::string host0 = nodes[0]->Output();
+  const std::string host1 = nodes[1]->Output();
+  for (absl::string_view line : absl::StrSplit(host0, '\n')) {
+    if (absl::StartsWith(line, "launcher: ")) Report(std::string(line));
+  }
+  ASSERT_EQ(host0_exit, 0) << host0;
+  ASSERT_EQ(host1_exit, 0) << host1;
+  EXPECT_THAT(host0, HasSubstr("launcher: hosting the elastic rendezvous"));
+  EXPECT_THAT(host0, HasSubstr("launcher: rendezvous round 0: 3 nodes, this one is node 0"));
+  EXPECT_THAT(host0, HasSubstr("launcher: rendezvous round 1: 2 nodes, this one is node 0"));
+  EXPECT_THAT(host1, HasSubstr("launcher: rendezvous round 1: 2 nodes, this one is node 1"));
+  EXPECT_THAT(host0, HasSubstr("resume: continuing from "));
+  EXPECT_THAT(host0, HasSubstr("launcher: started 2 workers (ranks 0-1 of 4)"));
+  EXPECT_THAT(host1, HasSubstr("launcher: started 2 workers (ranks 2-3 of 4)"));
+  EXPECT_THAT(host0, HasSubstr("\"epochs\":10,\"steps\":60"));
+  // Host 2's machine is written off (its launcher waits on a rendezvous it
+  // cannot reach, up to the store's timeout).
+  ASSERT_TRUE(nodes[2]->Signal(SIGKILL));
+  nodes[2]->Wait();
+  ASSERT_TRUE((*network)->SetLinkUp(2, true).ok());
 }
 
 // Every host's link loses 1% of what it sends and is slow: the job takes

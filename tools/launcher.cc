@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -193,6 +194,7 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
   std::chrono::steady_clock::time_point stop_deadline;
   bool stopping = false;
   int signals_handled = 0;
+  auto next_watch = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   while (running > 0) {
     std::vector<pollfd> fds;
     std::vector<std::pair<Worker*, int>> owners;
@@ -243,6 +245,17 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
         StopAll(workers, SIGKILL);
       }
       signals_handled = received;
+    }
+    if (options.watch && !stopping && std::chrono::steady_clock::now() >= next_watch) {
+      next_watch = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      if (absl::Status watched = options.watch(); !watched.ok()) {
+        std::cerr << "launcher: " << watched.message() << "; stopping this node's workers\n";
+        result = watched;
+        StopAll(workers, SIGTERM);
+        stop_deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(options.stop_grace_seconds);
+        stopping = true;
+      }
     }
     int status = 0;
     pid_t done;
@@ -304,6 +317,29 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
     }
   }
   return result;
+}
+
+bool IsRetriable(const absl::Status& launched) {
+  return !launched.ok() && launched.code() != absl::StatusCode::kInvalidArgument &&
+         launched.code() != absl::StatusCode::kCancelled && LauncherStopSignal() == 0;
+}
+
+void ResumeFromLatestCheckpoint(std::vector<std::string>& command) {
+  if (std::find(command.begin(), command.end(), "--resume=auto") == command.end()) {
+    command.push_back("--resume=auto");
+  }
+}
+
+absl::Status LaunchWithRestarts(LaunchOptions options, int max_restarts) {
+  absl::Status launched = LaunchWorkers(options);
+  for (int restart = 1; IsRetriable(launched) && restart <= max_restarts; ++restart) {
+    std::cerr << "launcher: restart " << restart << " of " << max_restarts << " after: "
+              << launched.message() << "; continuing from the latest checkpoint\n";
+    ResumeFromLatestCheckpoint(options.command);
+    options.restart_count = restart;
+    launched = LaunchWorkers(options);
+  }
+  return launched;
 }
 
 int LauncherStopSignal() { return g_stop_signal; }

@@ -5,6 +5,7 @@
 // multi-process run with the environment torchrun gives its workers, relays
 // their output prefixed with the rank, and stops all of them when one fails.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct LaunchOptions {
   // workers as torchrun does (TORCHELASTIC_RESTART_COUNT): a restarted
   // worker must not join what is left of the attempt before.
   int restart_count = 0;
+  // Polled about once a second while the workers run: an error stops them
+  // (SIGTERM, then SIGKILL after stop_grace_seconds) and is the result. An
+  // elastic job's launcher watches for another node opening a new round.
+  std::function<absl::Status()> watch;
 };
 
 // Runs the workers to completion. OK when all exit 0; otherwise an error
@@ -40,6 +45,19 @@ struct LaunchOptions {
 // once); a second one kills them. The result is then a kCancelled error.
 // Workers die with the launcher, even when it is SIGKILLed.
 absl::Status LaunchWorkers(const LaunchOptions& options);
+
+// Runs the workers and, when they fail and max_restarts allows, runs them
+// again with --resume=auto (a fixed group of nodes: each node's launcher
+// restarts its own, and the workers of the attempt meet again). A config
+// error or a stop signal is not retried.
+absl::Status LaunchWithRestarts(LaunchOptions options, int max_restarts);
+
+// Whether a failed launch may be retried: a config error (a worker's exit
+// status 2) would fail the same way again, and a stop signal means stop.
+bool IsRetriable(const absl::Status& launched);
+
+// Adds --resume=auto to a worker command that lacks it.
+void ResumeFromLatestCheckpoint(std::vector<std::string>& command);
 
 // The signal that stopped the last LaunchWorkers, 0 if none did.
 int LauncherStopSignal();

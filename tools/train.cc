@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
@@ -32,6 +33,9 @@
 #include "pipeline/trainer/resolve.h"
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/trainer/trainer.h"
+#include "pipeline/trainer/run_setup.h"
+#include "tools/elastic_launch.h"
+#include "tools/elastic_rendezvous.h"
 #include "tools/launcher.h"
 
 DEFINE_string(config, "",
@@ -51,13 +55,23 @@ DEFINE_int64(profile_steps, 0,
 DEFINE_int32(nproc_per_node, 0,
              "Multi-process strategies: worker processes to start on this machine "
              "(0 = the strategy's nproc_per_node option)");
-DEFINE_int32(nnodes, 1, "Multi-process strategies: machines taking part");
-DEFINE_int32(node_rank, 0, "Multi-process strategies: this machine's index, 0..nnodes-1");
+DEFINE_string(nnodes, "1",
+              "Multi-process strategies: machines taking part: a count (each with its "
+              "--node_rank), or MIN:MAX for an elastic job whose nodes meet at --master_addr "
+              "and go on with fewer (at least MIN) when one is lost");
+DEFINE_int32(node_rank, 0,
+             "Multi-process strategies: this machine's index, 0..nnodes-1 (not with MIN:MAX, "
+             "where the rendezvous numbers the nodes)");
 DEFINE_string(master_addr, "127.0.0.1",
               "Multi-process strategies: address of the machine with node_rank 0");
 DEFINE_int32(master_port, 0,
              "Multi-process strategies: rendezvous port on master_addr (0 = a free port, "
              "single machine only)");
+DEFINE_int32(rdzv_last_call_timeout, 30,
+             "Elastic jobs (--nnodes=MIN:MAX): once MIN nodes have joined a rendezvous round, "
+             "seconds it waits after the latest join for more, up to MAX");
+DEFINE_int32(rdzv_join_timeout, 600,
+             "Elastic jobs: seconds a node waits for its rendezvous round to form");
 
 namespace pipeline {
 namespace {
@@ -184,6 +198,49 @@ std::string LaunchedRank() {
 
 bool IsWorker() { return !LaunchedRank().empty(); }
 
+// --nnodes, checked with the flags that go with it.
+absl::StatusOr<NodeRange> NodesOfFlags() {
+  auto nodes = ParseNodeRange(FLAGS_nnodes);
+  if (!nodes.ok()) return nodes.status();
+  if (nodes->elastic && FLAGS_master_port == 0) {
+    return absl::InvalidArgumentError(
+        "--nnodes=" + FLAGS_nnodes + ": the nodes of an elastic job meet at --master_addr:"
+        "--master_port; set --master_port (the same on every node)");
+  }
+  if (nodes->elastic && FLAGS_node_rank != 0) {
+    return absl::InvalidArgumentError(
+        "--node_rank: an elastic job (--nnodes=" + FLAGS_nnodes + ") numbers its nodes as they "
+        "join; leave --node_rank out");
+  }
+  if (!nodes->elastic && (FLAGS_node_rank < 0 || FLAGS_node_rank >= nodes->max)) {
+    return absl::InvalidArgumentError(absl::StrCat("--node_rank=", FLAGS_node_rank,
+                                                   ": must be 0..", nodes->max - 1,
+                                                   " with --nnodes=", nodes->max));
+  }
+  for (const auto& [flag, seconds] : {std::pair{"rdzv_last_call_timeout",
+                                                FLAGS_rdzv_last_call_timeout},
+                                      std::pair{"rdzv_join_timeout", FLAGS_rdzv_join_timeout}}) {
+    if (seconds < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, "=", seconds, ": seconds, 0 or more"));
+    }
+  }
+  return *nodes;
+}
+
+RendezvousOptions ElasticRendezvousOptions(const NodeRange& nodes, int nproc_per_node,
+                                           const PipelineConfig& config) {
+  RendezvousOptions options;
+  options.host = FLAGS_master_addr;
+  options.port = FLAGS_master_port;
+  options.nodes = nodes;
+  options.nproc_per_node = nproc_per_node;
+  options.config_text = SharedConfigText(config);
+  options.last_call = std::chrono::seconds(FLAGS_rdzv_last_call_timeout);
+  options.join_timeout = std::chrono::seconds(FLAGS_rdzv_join_timeout);
+  return options;
+}
+
 // Where a bare --config name (--config=single) is looked up in configs/:
 // the workspace `bazel run` names; else the workspace the current folder
 // is in (bazel-bin/tools/train started from the repository); else the
@@ -242,6 +299,8 @@ int Main(int argc, char** argv) {
     return Fail(2, absl::InvalidArgumentError(
                        absl::StrCat("unexpected argument \"", argv[1], "\"; see --help")));
   }
+  auto nodes = NodesOfFlags();
+  if (!nodes.ok()) return Fail(2, nodes.status());
   auto path = ResolveConfigPath(FLAGS_config, ".", ConfigSearchRoot());
   if (!path.ok()) return Fail(2, path.status());
   // The config's own plugin_libraries must be loaded before the config can
@@ -291,7 +350,7 @@ int Main(int argc, char** argv) {
   if (processes > 0 && !IsWorker()) {
     LaunchOptions launch;
     launch.nproc_per_node = processes;
-    launch.nnodes = FLAGS_nnodes;
+    launch.nnodes = nodes->max;
     launch.node_rank = FLAGS_node_rank;
     launch.master_addr = FLAGS_master_addr;
     launch.master_port = FLAGS_master_port;
@@ -300,24 +359,11 @@ int Main(int argc, char** argv) {
     // Workers finishing a step and writing a checkpoint get longer before
     // the launcher kills them.
     if (resolved->checkpoint().checkpoint_on_signal()) launch.stop_grace_seconds = 120;
-    const int max_restarts = strategy_launch.max_restarts;
-    absl::Status launched = LaunchWorkers(launch);
-    // A config error (exit 2) would fail the same way again, and a stop
-    // signal means stop.
-    for (int restart = 1; !launched.ok() && restart <= max_restarts &&
-                          launched.code() != absl::StatusCode::kInvalidArgument &&
-                          launched.code() != absl::StatusCode::kCancelled &&
-                          LauncherStopSignal() == 0;
-         ++restart) {
-      std::cerr << "launcher: restart " << restart << " of " << max_restarts << " after: "
-                << launched.message() << "; continuing from the latest checkpoint\n";
-      if (std::find(launch.command.begin(), launch.command.end(), "--resume=auto") ==
-          launch.command.end()) {
-        launch.command.push_back("--resume=auto");
-      }
-      launch.restart_count = restart;
-      launched = LaunchWorkers(launch);
-    }
+    const absl::Status launched =
+        nodes->elastic
+            ? LaunchElastic(ElasticRendezvousOptions(*nodes, processes, *resolved), launch,
+                            strategy_launch.max_restarts)
+            : LaunchWithRestarts(launch, strategy_launch.max_restarts);
     if (!launched.ok()) {
       if (launched.code() == absl::StatusCode::kCancelled && LauncherStopSignal() != 0) {
         return Fail(128 + LauncherStopSignal(), launched);

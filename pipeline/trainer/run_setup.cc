@@ -36,14 +36,21 @@ absl::StatusOr<std::string> RanksDifferingFromRankZero(Communicator& communicato
   return absl::StrJoin(differing, ", ");
 }
 
-// Ranks started with different configs (another file, other --set flags)
-// would train different things, or wait on each other forever. Fields set
-// per machine (compute threads follow its cores) are left out.
-absl::Status CheckSameConfigOnEveryRank(const PipelineConfig& config, Communicator& communicator) {
+}  // namespace
+
+std::string SharedConfigText(const PipelineConfig& config) {
   PipelineConfig shared = config;
   shared.mutable_trainer()->clear_threads();
+  return ConfigToText(shared);
+}
+
+namespace {
+
+// Ranks started with different configs (another file, other --set flags)
+// would train different things, or wait on each other forever.
+absl::Status CheckSameConfigOnEveryRank(const PipelineConfig& config, Communicator& communicator) {
   ASSIGN_OR_RETURN(const std::string differing,
-                   RanksDifferingFromRankZero(communicator, ConfigToText(shared),
+                   RanksDifferingFromRankZero(communicator, SharedConfigText(config),
                                               "comparison of the ranks' configs"));
   if (differing.empty()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(

@@ -52,6 +52,11 @@ struct TrainRun {
 absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& config, const RunOptions& options,
                                   std::ostream* log);
 
+// What every rank (and, in an elastic job, every node) must agree on: the
+// resolved config less the fields set per machine (compute threads follow
+// its cores), as text.
+std::string SharedConfigText(const PipelineConfig& config);
+
 // Writes the resolved config and a run_info.jsonl line into output_dir
 // (rank 0). An error here is a problem with output_dir, as nothing is
 // trained yet.

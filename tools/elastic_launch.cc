@@ -1,0 +1,68 @@
+#include "tools/elastic_launch.h"
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace pipeline {
+
+absl::Status LaunchElastic(const RendezvousOptions& options, LaunchOptions launch,
+                           int max_restarts) {
+  auto rendezvous = ElasticRendezvous::Connect(options);
+  if (!rendezvous.ok()) return rendezvous.status();
+  int restarts = 0;
+  int next_round = 0;
+  while (true) {
+    auto round = (*rendezvous)->JoinRound(next_round);
+    if (absl::IsNotFound(round.status())) {
+      std::cerr << "launcher: the job finished before this node could join; nothing to do\n";
+      return absl::OkStatus();
+    }
+    if (!round.ok()) return round.status();
+    std::cerr << "launcher: rendezvous round " << round->round << ": " << round->nnodes
+              << (round->nnodes == 1 ? " node" : " nodes") << ", this one is node "
+              << round->node_rank << (round->node_rank == 0 ? " (the host)" : "") << "\n";
+    launch.nnodes = round->nnodes;
+    launch.node_rank = round->node_rank;
+    launch.master_port = round->worker_port;
+    // The same attempt number on every node of the round, whenever each
+    // node's launcher started: the workers compare it.
+    launch.restart_count = round->round;
+    // Every round after the first continues the job, on every node, a node
+    // new to the job included.
+    if (round->round > 0) ResumeFromLatestCheckpoint(launch.command);
+    bool new_round_opened = false;
+    launch.watch = [&rendezvous, &new_round_opened, this_round = round->round]() -> absl::Status {
+      auto current = (*rendezvous)->CurrentRound();
+      if (!current.ok()) return current.status();
+      if (*current <= this_round) return absl::OkStatus();
+      new_round_opened = true;
+      return absl::UnavailableError(
+          absl::StrCat("another node opened rendezvous round ", *current));
+    };
+    const absl::Status launched = LaunchWorkers(launch);
+    if (launched.ok()) {
+      if ((*rendezvous)->is_host()) (*rendezvous)->MarkJobDone();
+      return absl::OkStatus();
+    }
+    if (!IsRetriable(launched)) return launched;
+    if (new_round_opened) {
+      // Another node's failure (or a node leaving): not this node's restart.
+      std::cerr << "launcher: joining the next rendezvous round\n";
+    } else {
+      if (restarts == max_restarts) return launched;
+      ++restarts;
+      std::cerr << "launcher: restart " << restarts << " of " << max_restarts << " after: "
+                << launched.message() << "; rendezvous round " << round->round + 1
+                << " continues from the latest checkpoint\n";
+      if (absl::Status opened = (*rendezvous)->OpenNextRound(round->round); !opened.ok()) {
+        return opened;
+      }
+    }
+    next_round = round->round + 1;
+  }
+}
+
+}  // namespace pipeline
