@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/image/image_ops.h"
@@ -173,6 +174,29 @@ void WarpT(const Image& in, Image& out, const SourceGrid& grid, const Warp& warp
   }
 }
 
+// Nearest on u8, the common case (rotate, TrivialAugment, RandAugment): a
+// pixel's one tap has weight 1 and coverage 1, so it is the source pixel's
+// bytes, or the fill (0 without one) outside the source, exactly what
+// WarpT computes, without its float round trip per channel.
+void WarpNearestU8(const Image& in, Image& out, const SourceGrid& grid, const Warp& warp) {
+  const int c = in.channels;
+  std::vector<uint8_t> outside(c, 0);
+  for (int ch = 0; ch < c && !warp.fill.empty(); ++ch) {
+    outside[ch] = FromFloat<uint8_t>(warp.fill[warp.fill.size() == 1 ? 0 : ch]);
+  }
+  const uint8_t* src = in.u8.data();
+  uint8_t* dst = out.u8.data();
+  for (int y = 0; y < out.height; ++y) {
+    for (int x = 0; x < out.width; ++x, dst += c) {
+      const auto [sx, sy] = grid.At(x, y);
+      const int64_t index =
+          IndexOrOutside(std::nearbyint(sx), std::nearbyint(sy), in.height, in.width);
+      const uint8_t* from = index >= 0 ? src + index * c : outside.data();
+      for (int ch = 0; ch < c; ++ch) dst[ch] = from[ch];
+    }
+  }
+}
+
 // The center relative to the image center, as F.affine and F.rotate turn
 // it into center_f.
 std::array<double, 2> CenterF(const Image& image, std::optional<std::array<double, 2>> center) {
@@ -269,7 +293,11 @@ absl::StatusOr<Image> WarpAffine(const Image& image, const AffineMatrix& matrix,
     WarpT<float>(image, out, grid, warp);
   } else {
     out.u8.resize(count);
-    WarpT<uint8_t>(image, out, grid, warp);
+    if (warp.interpolation == Interpolation::kNearest) {
+      WarpNearestU8(image, out, grid, warp);
+    } else {
+      WarpT<uint8_t>(image, out, grid, warp);
+    }
   }
   return out;
 }
