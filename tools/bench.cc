@@ -11,6 +11,10 @@
 //               tcmalloc and jemalloc (each a child process)
 //   data        the data pipeline alone, images/s per loader thread: JPEG
 //               ImageFolder at 224 and Fashion-MNIST
+//   transforms  each augmentation alone (color_jitter, random_erasing,
+//               trivial_augment_wide, rand_augment, random_rotation,
+//               random_crop with padding, gaussian_blur) on 224x224 images,
+//               1 thread, against torchvision's on PIL images
 //   kernels     what follows decoding (crop, resize, flip, normalize, batch
 //               write) on decoded images: the runner's loops against ATen's
 //               kernels, 1 thread each
@@ -18,8 +22,10 @@
 //   end_to_end  `train` on the JPEG ImageFolder: images/s against the ceiling,
 //               and its peak memory
 //   ddp         `train` with ddp, 2 workers x 1 thread, against 1 process x 1
-//               thread, and PyTorch's DistributedDataParallel on the same
-//               model and settings (tools/bench_reference.py --ddp_steps)
+//               thread, with and without sync_batch_norm and
+//               shard_optimizer_state, and PyTorch's DistributedDataParallel
+//               on the same model and settings (tools/bench_reference.py
+//               --ddp_steps)
 //   models      parameters, forward multiply-adds at 224 and training images/s
 //               of every backbone
 #include <sys/resource.h>
@@ -79,7 +85,7 @@
 #include "torch/optim/sgd.h"
 #include "tools/jpeg_corpus.h"
 
-DEFINE_string(sections, "compute,allocator,data,kernels,python,end_to_end,ddp",
+DEFINE_string(sections, "compute,allocator,data,transforms,kernels,python,end_to_end,ddp",
               "comma-separated: compute, allocator, data, kernels, python, end_to_end, ddp, "
               "models");
 DEFINE_string(jpeg_config, "configs/cats_vs_dogs.textproto",
@@ -638,6 +644,36 @@ struct DdpRun {
   std::optional<double> images_per_sec;
 };
 
+// What ddp's options cost: the shipped ddp run again with each turned on,
+// against the same run without.
+void DdpOptionRows(
+    Table& table, const DdpRun& plain,
+    const std::function<std::optional<double>(const ProcessResult&, const std::string&)>& rate_of) {
+  if (!plain.images_per_sec) return;
+  const std::string train = fs::absolute("tools/train").string();
+  for (const auto& [option, what] :
+       {std::pair{"sync_batch_norm", "BatchNorm statistics all-gathered in every layer's "
+                                     "forward, and their gradients all-reduced in backward"},
+        std::pair{"shard_optimizer_state", "ZeRO-1: each rank steps half the optimizer state, "
+                                           "then broadcasts its new weights"}}) {
+    PipelineConfig run = plain.config;
+    run.set_output_dir(absl::StrCat(FLAGS_work_dir, "/ddp_", option));
+    const absl::Status set =
+        ApplyOverride(absl::StrCat("strategy.options.", option, "=true"), DefaultOptionsOf, &run);
+    if (!set.ok()) Die(set);
+    const std::string label =
+        absl::StrFormat("  ddp as above (%d each) + %s (%s)", run.train_data().batch_size(),
+                        option, what);
+    const std::optional<double> rate = rate_of(
+        RunProcess({train, "--config=" + WriteConfig(absl::StrCat("ddp_", option, ".textproto"),
+                                                     run)}),
+        label);
+    if (!rate) continue;
+    table.Add({label, absl::StrFormat("%.1f", *rate), Ratio(*rate, *plain.images_per_sec),
+               "the same ddp run without it"});
+  }
+}
+
 // PyTorch's DistributedDataParallel (tools/bench_reference.py --ddp_steps) on
 // each of `runs`' settings: against 2 x single process, and the runner's ddp
 // against it.
@@ -656,6 +692,13 @@ void PytorchDdpRows(Table& table, const std::vector<DdpRun>& runs,
     table.Add({name, "skipped: it trains on Fashion-MNIST tensors, the config on " + dataset,
                "-", "-"});
     return;
+  }
+  for (const PluginConfig& transform : runs.front().config.train_data().transforms()) {
+    if (transform.name() == "resize" || transform.name() == "random_resized_crop") {
+      table.Add({name, "skipped: it trains on 28x28 tensors, and the config's " +
+                           transform.name() + " changes the size", "-", "-"});
+      return;
+    }
   }
   const absl::string_view output = absl::StripAsciiWhitespace(probe.output);
   const std::string version(output.substr(output.rfind('\n') + 1));
@@ -688,6 +731,136 @@ void PytorchDdpRows(Table& table, const std::vector<DdpRun>& runs,
   }
 }
 
+// ---- transforms ----
+
+// Each augmentation alone on 224x224 RGB images, 1 thread, against the same
+// torchvision transform on PIL images (tools/bench_reference.py
+// --transforms): the runner's spec, torchvision's call, as the row says.
+struct TransformCase {
+  const char* label;  // also bench_reference.py's key
+  const char* spec;   // a transforms { } body
+};
+constexpr TransformCase kTransformCases[] = {
+    {"color_jitter", R"pb(name: "color_jitter" options { [type.googleapis.com/pipeline.ColorJitterOptions] { brightness: 0.4 contrast: 0.4 saturation: 0.4 hue: 0.1 } })pb"},
+    {"random_erasing", R"pb(name: "random_erasing" options { [type.googleapis.com/pipeline.RandomErasingOptions] { p: 1 } })pb"},
+    {"trivial_augment_wide", R"pb(name: "trivial_augment_wide")pb"},
+    {"rand_augment", R"pb(name: "rand_augment")pb"},
+    {"random_rotation", R"pb(name: "random_rotation" options { [type.googleapis.com/pipeline.RandomRotationOptions] { degrees: 30 } })pb"},
+    {"random_crop_padding_4", R"pb(name: "random_crop" options { [type.googleapis.com/pipeline.RandomCropOptions] { size: 224 padding: 4 } })pb"},
+    {"gaussian_blur", R"pb(name: "gaussian_blur" options { [type.googleapis.com/pipeline.GaussianBlurOptions] { kernel_size: 23 sigma: [0.1, 2.0] } })pb"},
+};
+constexpr char kTorchvisionCalls[] =
+    "ColorJitter(0.4, 0.4, 0.4, 0.1) | RandomErasing(p=1) on a uint8 tensor | "
+    "TrivialAugmentWide() | RandAugment() | RandomRotation(30) | RandomCrop(224, padding=4) | "
+    "GaussianBlur(23, (0.1, 2.0))";
+
+// The first `count` corpus images, resized to 224x224 by the runner's
+// resize transform.
+std::vector<Image> Images224(const PipelineConfig& config, int count) {
+  const DecodedInMemory decoded(*TrainDataset(config), count);
+  PluginConfig resize;
+  if (absl::Status parsed = ParseTextProto(
+          R"pb(name: "resize" options { [type.googleapis.com/pipeline.ResizeOptions] { height: 224 width: 224 } })pb",
+          "resize", &resize);
+      !parsed.ok()) {
+    Die(parsed);
+  }
+  auto resizer = OrDie(Registry<Transform>::Global().Create(resize, {}));
+  std::vector<Image> images;
+  for (const Sample& sample : decoded.samples()) {
+    Image image = sample.image;
+    SampleRandom random(0, 0, images.size());
+    if (absl::Status status = resizer->Apply(image, random); !status.ok()) Die(status);
+    images.push_back(std::move(image));
+  }
+  return images;
+}
+
+// Images per second of `spec` applied to copies of `images`, 1 thread (the
+// copy, 150 KB, is part of each).
+double TransformRate(const std::string& spec_text, const std::vector<Image>& images) {
+  PluginConfig spec;
+  if (absl::Status parsed = ParseTextProto(spec_text, "transform", &spec); !parsed.ok()) {
+    Die(parsed);
+  }
+  auto transform = OrDie(Registry<Transform>::Global().Create(spec, {}));
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  uint64_t sample = 0;
+  constexpr int kBatch = 32;
+  const double rate = StepsPerSecond([&] {
+    for (int i = 0; i < kBatch; ++i) {
+      Image image = images[sample % images.size()];
+      SampleRandom random(7, 0, sample++);
+      if (absl::Status status = transform->Apply(image, random); !status.ok()) Die(status);
+    }
+  }) * kBatch;
+  at::set_num_threads(threads);
+  return rate;
+}
+
+// torchvision's rate for each case (bench_reference.py --transforms), or
+// nullopt with the reason printed.
+std::map<std::string, double> TorchvisionTransformRates(const std::string& corpus) {
+  std::map<std::string, double> rates;
+  ProcessResult python = RunProcess({FLAGS_python, "tools/bench_reference.py",
+                                     "--transforms", "--jpeg_root=" + corpus});
+  for (const TransformCase& c : kTransformCases) {
+    if (auto rate = JsonNumber(python.output, "transform_images_per_sec", c.label)) {
+      rates[c.label] = *rate;
+    }
+  }
+  if (auto rate = JsonNumber(python.output, "transform_images_per_sec",
+                             "jpeg_rand_augment_images_per_sec")) {
+    rates["jpeg_rand_augment"] = *rate;
+  }
+  if (python.exit_code != 0 || rates.empty()) {
+    std::cerr << "bench: tools/bench_reference.py --transforms failed:\n"
+              << Tail(python.output) << "\n";
+  }
+  return rates;
+}
+
+void TransformRows(Table& table, const PipelineConfig& jpeg, const std::string& corpus) {
+  const std::vector<Image> images = Images224(jpeg, 64);
+  const std::map<std::string, double> torchvision = TorchvisionTransformRates(corpus);
+  for (const TransformCase& c : kTransformCases) {
+    const double rate = TransformRate(c.spec, images);
+    const auto reference = torchvision.find(c.label);
+    table.Add({absl::StrCat("transform alone, 1 thread, 224x224 RGB: ", c.label),
+               absl::StrFormat("%.1f", rate),
+               reference == torchvision.end() ? "-" : Ratio(rate, reference->second),
+               reference == torchvision.end()
+                   ? "torchvision: not measured"
+                   : absl::StrFormat("torchvision 0.14 on PIL (%.1f/s)", reference->second)});
+  }
+  table.Add({absl::StrCat("  (torchvision's, in that order: ", kTorchvisionCalls, ")"), "-", "-",
+             "-"});
+  // The whole JPEG training pipeline with RandAugment in the place of
+  // trivial_augment_wide, against the same in PIL + torchvision.
+  PipelineConfig rand_augment = jpeg;
+  bool replaced = false;
+  for (PluginConfig& transform : *rand_augment.mutable_train_data()->mutable_transforms()) {
+    if (transform.name() != "trivial_augment_wide") continue;
+    transform.set_name("rand_augment");
+    transform.clear_options();
+    replaced = true;
+  }
+  const std::string label = absl::StrCat("data pipeline, 1 thread: JPEG 500x375 -> ",
+                                         TransformNames(rand_augment));
+  if (!replaced) {
+    table.Add({label, "skipped: the JPEG config has no trivial_augment_wide to replace", "-", "-"});
+    return;
+  }
+  const double rate = DataPipelineRate(rand_augment).images_per_sec;
+  const auto reference = torchvision.find("jpeg_rand_augment");
+  table.Add({label, absl::StrFormat("%.1f", rate),
+             reference == torchvision.end() ? "-" : Ratio(rate, reference->second),
+             reference == torchvision.end()
+                 ? "PIL + torchvision: not measured"
+                 : absl::StrFormat("PIL + torchvision, RandAugment() (%.1f/s)", reference->second)});
+}
+
 // ---- the performance table ----
 
 struct Allocator {
@@ -701,13 +874,14 @@ int Main() {
     sections.insert(std::string(s));
   }
   for (const std::string& s : sections) {
-    static const std::set<std::string> known = {"compute", "allocator",  "data", "kernels",
-                                                "python",  "end_to_end", "ddp",  "models"};
+    static const std::set<std::string> known = {"compute", "allocator",  "data", "transforms",
+                                                "kernels", "python",     "end_to_end", "ddp",
+                                                "models"};
     if (!known.count(s)) {
       Die(absl::InvalidArgumentError(absl::StrCat(
           "--sections: unknown section \"", s,
-          "\"; choose from compute, allocator, data, kernels, python, end_to_end, ddp, "
-          "models")));
+          "\"; choose from compute, allocator, data, transforms, kernels, python, end_to_end, "
+          "ddp, models")));
     }
   }
   fs::create_directories(FLAGS_work_dir);
@@ -827,6 +1001,7 @@ int Main() {
                                fmnist_data->sample_shape),
                absl::StrFormat("%.1f", fmnist_data->images_per_sec), "-", "-"});
   }
+  if (sections.count("transforms")) TransformRows(table, jpeg, corpus);
   if (sections.count("kernels")) {
     const PostDecodeRates rates = PostDecodeRate(jpeg);
     table.Add({"after decoding, 1 thread: random_resized_crop 224 + flip + normalize into the "
@@ -980,6 +1155,7 @@ int Main() {
                    Ratio(*ddp_rate, *independent_rate), "2 independent processes"});
       }
     }
+    DdpOptionRows(table, ddp_runs.front(), rate_of);
     PytorchDdpRows(table, ddp_runs, single_rate);
   }
   table.Print();

@@ -4,6 +4,8 @@ torchvision, one process, one thread, as a PyTorch user would write them.
     python3 tools/bench_reference.py --jpeg_root=DIR --fashion_mnist_root=DIR
 
 Prints one JSON line: images/s of each pipeline and the library versions.
+With --transforms, each augmentation alone on 224x224 images instead, and
+the JPEG pipeline with RandAugment.
 
 With --ddp_steps, PyTorch's own DistributedDataParallel instead: the ddp
 options' nproc_per_node processes (gloo over 127.0.0.1), 1 thread each,
@@ -36,17 +38,23 @@ from PIL import Image
 from torchvision import transforms
 
 
-def jpeg_rate(root, images, batch_size):
+def jpeg_paths(root):
     paths = []
     for name in sorted(os.listdir(root)):
         folder = os.path.join(root, name)
         paths += [os.path.join(folder, f) for f in sorted(os.listdir(folder))]
+    return paths
+
+
+def jpeg_rate(root, images, batch_size, augment=None):
+    paths = jpeg_paths(root)
     # torchvision's ImageFolder loader and the cats_vs_dogs training transforms
-    # (TrivialAugmentWide on the PIL image, as torchvision's reference recipe).
+    # (TrivialAugmentWide on the PIL image, as torchvision's reference recipe;
+    # or `augment` in its place).
     transform = transforms.Compose([
         transforms.RandomResizedCrop(224),
         transforms.RandomHorizontalFlip(),
-        transforms.TrivialAugmentWide(),
+        augment or transforms.TrivialAugmentWide(),
         transforms.ToTensor(),
         transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225]),
         transforms.RandomErasing(p=0.1),
@@ -84,6 +92,37 @@ def fashion_mnist_rate(root, images, batch_size):
         torch.stack(batch)
         done += batch_size
     return done / (time.perf_counter() - start)
+
+
+def transform_rates(root, seconds):
+    """Each augmentation alone on 224x224 RGB PIL images (RandomErasing, which
+    takes tensors only, on uint8 tensors), the keys //tools:bench's
+    transforms section uses."""
+    images = []
+    for path in jpeg_paths(root)[:64]:
+        with open(path, "rb") as f:
+            images.append(Image.open(f).convert("RGB").resize((224, 224), Image.BILINEAR))
+    tensors = [transforms.functional.pil_to_tensor(image) for image in images]
+    cases = {
+        "color_jitter": (transforms.ColorJitter(0.4, 0.4, 0.4, 0.1), images),
+        "random_erasing": (transforms.RandomErasing(p=1), tensors),
+        "trivial_augment_wide": (transforms.TrivialAugmentWide(), images),
+        "rand_augment": (transforms.RandAugment(), images),
+        "random_rotation": (transforms.RandomRotation(30), images),
+        "random_crop_padding_4": (transforms.RandomCrop(224, padding=4), images),
+        "gaussian_blur": (transforms.GaussianBlur(23, (0.1, 2.0)), images),
+    }
+    rates = {}
+    for name, (transform, inputs) in cases.items():
+        for x in inputs[:8]:  # warm-up
+            transform(x)
+        start = time.perf_counter()
+        done = 0
+        while time.perf_counter() - start < seconds:
+            transform(inputs[done % len(inputs)])
+            done += 1
+        rates[name] = done / (time.perf_counter() - start)
+    return rates
 
 
 # ---- DDP ----
@@ -262,6 +301,10 @@ def main():
     parser.add_argument("--precision", default="FP32")
     # The strategy's options; nproc_per_node is the world size.
     parser.add_argument("--ddp_options", default="")
+    # --transforms: each augmentation alone, and the JPEG pipeline with
+    # RandAugment in place of TrivialAugmentWide.
+    parser.add_argument("--transforms", action="store_true")
+    parser.add_argument("--seconds", type=float, default=2.0)
     args = parser.parse_args()
     if args.ddp_steps > 0:
         result = ddp_rate(args)
@@ -272,6 +315,14 @@ def main():
         parser.error("--jpeg_root is required (or --ddp_steps)")
     torch.set_num_threads(1)
     torch.manual_seed(1)
+    if args.transforms:
+        print(json.dumps({
+            "transform_images_per_sec": transform_rates(args.jpeg_root, args.seconds),
+            "jpeg_rand_augment_images_per_sec": jpeg_rate(
+                args.jpeg_root, args.jpeg_images, args.batch_size, transforms.RandAugment()),
+            "torchvision": torchvision.__version__,
+        }))
+        return
     print(json.dumps({
         "jpeg_images_per_sec": jpeg_rate(args.jpeg_root, args.jpeg_images, args.batch_size),
         "fashion_mnist_images_per_sec": fashion_mnist_rate(
