@@ -112,6 +112,27 @@ pid_t WorkerPid(const BackgroundProcess& node) {
   return pids.empty() ? -1 : pids.back().second;
 }
 
+// A job of two nodes on the ResNet config: the host, then (once it hosts
+// the rendezvous, so the guest joins round 0 well within its last call) a
+// guest whose log is <dir>/<guest>.log.
+struct TwoNodeJob {
+  std::string dir, config;
+  int port = 0;
+  std::unique_ptr<BackgroundProcess> host, guest;
+};
+
+TwoNodeJob StartTwoNodeJob(const std::string& name, const std::string& guest) {
+  TwoNodeJob job;
+  job.dir = FreshDir(name);
+  job.config = ResnetConfig(job.dir);
+  job.port = testing::FreePort();
+  job.host = StartNode(job.config, job.dir + "/host.log", job.port, "1:2");
+  EXPECT_TRUE(job.host->WaitForOutput("launcher: hosting the elastic rendezvous"))
+      << job.host->Output();
+  job.guest = StartNode(job.config, job.dir + "/" + guest + ".log", job.port, "1:2");
+  return job;
+}
+
 // The path in the last match of `pattern` (one group) in a run's output.
 std::string LastPath(const std::string& output, const std::string& pattern) {
   const std::regex line(pattern);
@@ -139,12 +160,11 @@ std::string LastWritten(const std::string& output) {
 // latest checkpoint: bit for bit what resuming that checkpoint with one
 // worker gives.
 TEST(ElasticLaunchTest, ALostNodeLeavesTheOthersToFinishTheJobWithoutIt) {
-  const std::string dir = FreshDir("lost_node");
-  const std::string config = ResnetConfig(dir);
-  const int port = testing::FreePort();
-  auto host = StartNode(config, dir + "/host.log", port, "1:2");
-  ASSERT_TRUE(host->WaitForOutput("launcher: hosting the elastic rendezvous")) << host->Output();
-  auto lost = StartNode(config, dir + "/lost.log", port, "1:2");
+  TwoNodeJob job = StartTwoNodeJob("lost_node", "lost");
+  const std::string& dir = job.dir;
+  const std::string& config = job.config;
+  BackgroundProcess* host = job.host.get();
+  BackgroundProcess* lost = job.guest.get();
   ASSERT_TRUE(host->WaitForOutput("step 6/")) << host->Output();
   ASSERT_TRUE(lost->Signal(SIGKILL));
   lost->Wait();
@@ -175,16 +195,13 @@ TEST(ElasticLaunchTest, ALostNodeLeavesTheOthersToFinishTheJobWithoutIt) {
 // 2 again, and finish the job. The run is held still (a stopped worker)
 // while the newcomer arrives, so nothing races the end of the job.
 TEST(ElasticLaunchTest, ANodeArrivingDuringTheJobJoinsAtItsNextRestart) {
-  const std::string dir = FreshDir("late_node");
-  const std::string config = ResnetConfig(dir);
-  const int port = testing::FreePort();
-  auto host = StartNode(config, dir + "/host.log", port, "1:2");
-  ASSERT_TRUE(host->WaitForOutput("launcher: hosting the elastic rendezvous")) << host->Output();
-  auto leaving = StartNode(config, dir + "/leaving.log", port, "1:2");
+  TwoNodeJob job = StartTwoNodeJob("late_node", "leaving");
+  BackgroundProcess* host = job.host.get();
+  BackgroundProcess* leaving = job.guest.get();
   ASSERT_TRUE(host->WaitForOutput("step 2/")) << host->Output();
   const pid_t leaving_worker = WorkerPid(*leaving);
   ASSERT_EQ(::kill(leaving_worker, SIGSTOP), 0);
-  auto newcomer = StartNode(config, dir + "/newcomer.log", port, "1:2");
+  auto newcomer = StartNode(job.config, job.dir + "/newcomer.log", job.port, "1:2");
   ASSERT_TRUE(newcomer->WaitForOutput("formed without this node; it joins when the job next "
                                       "restarts"))
       << newcomer->Output();
