@@ -754,18 +754,21 @@ constexpr char kTorchvisionCalls[] =
     "TrivialAugmentWide() | RandAugment() | RandomRotation(30) | RandomCrop(224, padding=4) | "
     "GaussianBlur(23, (0.1, 2.0))";
 
+// The transform a transforms { } body describes.
+std::unique_ptr<Transform> TransformOf(const std::string& spec_text) {
+  PluginConfig spec;
+  if (absl::Status parsed = ParseTextProto(spec_text, "transform", &spec); !parsed.ok()) {
+    Die(parsed);
+  }
+  return OrDie(Registry<Transform>::Global().Create(spec, {}));
+}
+
 // The first `count` corpus images, resized to 224x224 by the runner's
 // resize transform.
 std::vector<Image> Images224(const PipelineConfig& config, int count) {
   const DecodedInMemory decoded(*TrainDataset(config), count);
-  PluginConfig resize;
-  if (absl::Status parsed = ParseTextProto(
-          R"pb(name: "resize" options { [type.googleapis.com/pipeline.ResizeOptions] { height: 224 width: 224 } })pb",
-          "resize", &resize);
-      !parsed.ok()) {
-    Die(parsed);
-  }
-  auto resizer = OrDie(Registry<Transform>::Global().Create(resize, {}));
+  auto resizer = TransformOf(
+      R"pb(name: "resize" options { [type.googleapis.com/pipeline.ResizeOptions] { height: 224 width: 224 } })pb");
   std::vector<Image> images;
   for (const Sample& sample : decoded.samples()) {
     Image image = sample.image;
@@ -779,11 +782,7 @@ std::vector<Image> Images224(const PipelineConfig& config, int count) {
 // Images per second of `spec` applied to copies of `images`, 1 thread (the
 // copy, 150 KB, is part of each).
 double TransformRate(const std::string& spec_text, const std::vector<Image>& images) {
-  PluginConfig spec;
-  if (absl::Status parsed = ParseTextProto(spec_text, "transform", &spec); !parsed.ok()) {
-    Die(parsed);
-  }
-  auto transform = OrDie(Registry<Transform>::Global().Create(spec, {}));
+  auto transform = TransformOf(spec_text);
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
   uint64_t sample = 0;

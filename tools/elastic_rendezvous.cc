@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "pipeline/util/c10d_compat.h"
 #include "pipeline/util/host_address.h"
+#include "tools/launcher.h"
 
 namespace pipeline {
 namespace {
@@ -42,6 +43,28 @@ std::string RoundKey(int round, absl::string_view what) {
 std::vector<uint8_t> Bytes(absl::string_view text) { return {text.begin(), text.end()}; }
 std::string Text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
 
+// The address bytes of an IPv4 or IPv6 socket address ("" for others),
+// and whether it is loopback.
+absl::string_view AddressBytes(const sockaddr* address) {
+  if (address == nullptr) return {};
+  if (address->sa_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in*>(address)->sin_addr;
+    return {reinterpret_cast<const char*>(&in), sizeof(in)};
+  }
+  if (address->sa_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
+    return {reinterpret_cast<const char*>(&in6), sizeof(in6)};
+  }
+  return {};
+}
+bool IsLoopback(const sockaddr* address) {
+  if (address->sa_family == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in*>(address)->sin_addr.s_addr) >> 24) == 127;
+  }
+  return address->sa_family == AF_INET6 &&
+         IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr);
+}
+
 // Whether `host` names this machine: loopback, or an address of one of its
 // interfaces. Only a launcher there may host the store.
 bool IsThisMachine(const std::string& host) {
@@ -54,45 +77,17 @@ bool IsThisMachine(const std::string& host) {
   ::getifaddrs(&interfaces);
   bool local = false;
   for (addrinfo* a = resolved; a != nullptr && !local; a = a->ai_next) {
-    if (a->ai_family == AF_INET) {
-      const in_addr address = reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr;
-      if ((ntohl(address.s_addr) >> 24) == 127) local = true;
-      for (ifaddrs* i = interfaces; i != nullptr && !local; i = i->ifa_next) {
-        if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET &&
-            std::memcmp(&reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, &address,
-                        sizeof(address)) == 0) {
-          local = true;
-        }
-      }
-    } else if (a->ai_family == AF_INET6) {
-      const in6_addr address = reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr;
-      if (IN6_IS_ADDR_LOOPBACK(&address)) local = true;
-      for (ifaddrs* i = interfaces; i != nullptr && !local; i = i->ifa_next) {
-        if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET6 &&
-            std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, &address,
-                        sizeof(address)) == 0) {
-          local = true;
-        }
-      }
+    const absl::string_view wanted = AddressBytes(a->ai_addr);
+    if (wanted.empty()) continue;
+    local = IsLoopback(a->ai_addr);
+    for (ifaddrs* i = interfaces; i != nullptr && !local; i = i->ifa_next) {
+      local = i->ifa_addr != nullptr && i->ifa_addr->sa_family == a->ai_family &&
+              AddressBytes(i->ifa_addr) == wanted;
     }
   }
   if (interfaces != nullptr) ::freeifaddrs(interfaces);
   ::freeaddrinfo(resolved);
   return local;
-}
-
-// A port nothing on this machine listens on now, for one round's workers.
-absl::StatusOr<int> FreePortHere() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  socklen_t length = sizeof(address);
-  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
-  if (fd >= 0) ::close(fd);
-  if (!ok) return absl::InternalError(absl::StrCat("no free TCP port: ", std::strerror(errno)));
-  return ntohs(address.sin_port);
 }
 
 c10d::TCPStoreOptions StoreOptions(int port, bool server, std::chrono::milliseconds timeout) {
@@ -248,7 +243,7 @@ absl::StatusOr<RoundMembership> ElasticRendezvous::FormRound(int round) {
     std::this_thread::sleep_for(kPoll);
   }
   const int nnodes = std::min(joined, options_.nodes.max);
-  auto port = FreePortHere();
+  auto port = FreePort();
   if (!port.ok()) return port.status();
   store_->set(RoundKey(round, "port"), Bytes(std::to_string(*port)));
   store_->set(RoundKey(round, "nnodes"), Bytes(std::to_string(nnodes)));

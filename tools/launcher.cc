@@ -46,21 +46,6 @@ void OnStopSignal(int signal) {
   g_stop_signals_received = g_stop_signals_received + 1;
 }
 
-absl::StatusOr<int> FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) ::close(fd);
-    return absl::InternalError(absl::StrCat("no free TCP port: ", std::strerror(errno)));
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 std::string DescribeExit(int status) {
   if (WIFSIGNALED(status)) {
     return absl::StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
@@ -317,6 +302,21 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
     }
   }
   return result;
+}
+
+absl::StatusOr<int> FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_ANY);
+  socklen_t length = sizeof(address);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    if (fd >= 0) ::close(fd);
+    return absl::InternalError(absl::StrCat("no free TCP port: ", std::strerror(errno)));
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
 }
 
 bool IsRetriable(const absl::Status& launched) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace pipeline {
 
@@ -55,6 +56,10 @@ absl::Status LaunchWithRestarts(LaunchOptions options, int max_restarts);
 // Whether a failed launch may be retried: a config error (a worker's exit
 // status 2) would fail the same way again, and a stop signal means stop.
 bool IsRetriable(const absl::Status& launched);
+
+// A TCP port nothing on this machine listens on now, on any of its
+// addresses: a single-node job's rendezvous, an elastic round's workers.
+absl::StatusOr<int> FreePort();
 
 // Adds --resume=auto to a worker command that lacks it.
 void ResumeFromLatestCheckpoint(std::vector<std::string>& command);
