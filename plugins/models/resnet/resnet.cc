@@ -150,8 +150,11 @@ class ResNet : public Model {
   std::vector<std::string> head_prefixes() const override { return {"fc."}; }
 
   ResNet(const Architecture& architecture, int64_t num_classes, int64_t in_channels,
-         bool zero_init_residual) {
-    conv1_ = register_module("conv1", Conv(in_channels, 64, 7, 2));
+         bool zero_init_residual, ResNetOptions::Stem stem)
+      : max_pool_(stem != ResNetOptions::CIFAR) {
+    conv1_ = register_module("conv1", stem == ResNetOptions::IMAGENET
+                                          ? Conv(in_channels, 64, 7, 2)
+                                          : Conv(in_channels, 64, 3, 1));
     bn1_ = register_module("bn1", BatchNorm(64));
     if (architecture.bottleneck) {
       RegisterLayersAndHead<Bottleneck>(architecture, num_classes, zero_init_residual);
@@ -162,7 +165,7 @@ class ResNet : public Model {
 
   torch::Tensor forward(const torch::Tensor& images) override {
     torch::Tensor x = bn1_(conv1_(images)).relu_();
-    x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
+    if (max_pool_) x = torch::max_pool2d(x, /*kernel_size=*/3, /*stride=*/2, /*padding=*/1);
     for (torch::nn::Sequential& layer : layers_) x = layer->forward(x);
     x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     return fc_(x);
@@ -189,6 +192,7 @@ class ResNet : public Model {
     fc_ = register_module("fc", torch::nn::Linear(in_planes, num_classes));
   }
 
+  const bool max_pool_;
   torch::nn::Conv2d conv1_{nullptr};
   BatchNorm2d bn1_{nullptr};
   std::array<torch::nn::Sequential, 4> layers_{nullptr, nullptr, nullptr, nullptr};
@@ -209,7 +213,7 @@ absl::Status ValidateResNetOptions(const ResNetOptions& options) {
 absl::StatusOr<std::unique_ptr<Model>> CreateResNet(const ResNetOptions& options,
                                                     const ModelContext& context) {
   return std::make_unique<ResNet>(*FindArchitecture(options.depth()), context.num_classes,
-                                  context.input_channels, options.zero_init_residual());
+                                  context.input_channels, options.zero_init_residual(), options.stem());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "resnet", ResNetOptions,

@@ -6,9 +6,13 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/testing/state_dict_fixture.h"
+#include "torch/nn/modules/container/sequential.h"
+#include "torch/nn/modules/conv.h"
+#include "torch/nn/modules/linear.h"
 
 namespace pipeline {
 namespace {
@@ -84,6 +88,55 @@ TEST(ResNetTest, ZeroInitResidualZeroesTheLastBatchNormOfEachBlock) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_TRUE((*plain)->named_parameters()["layer1.0.bn2.weight"].eq(1).all().item<bool>());
 }
+
+// The network applied submodule by submodule, as torchvision's forward
+// does, with or without the max-pool; returns the logits and leaves the
+// size of layer1's output in *layer1_sizes.
+torch::Tensor ForwardByHand(Model& model, torch::Tensor x, bool max_pool,
+                            std::vector<int64_t>* layer1_sizes) {
+  auto children = model.named_children();
+  x = children["bn1"]->as<BatchNorm2d>()->forward(
+      children["conv1"]->as<torch::nn::Conv2d>()->forward(x));
+  x = x.relu();
+  if (max_pool) x = torch::max_pool2d(x, 3, 2, 1);
+  x = children["layer1"]->as<torch::nn::Sequential>()->forward(x);
+  *layer1_sizes = x.sizes().vec();
+  for (const char* layer : {"layer2", "layer3", "layer4"}) {
+    x = children[layer]->as<torch::nn::Sequential>()->forward(x);
+  }
+  return children["fc"]->as<torch::nn::Linear>()->forward(
+      torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1));
+}
+
+struct StemCase {
+  const char* stem;
+  std::vector<int64_t> conv1_shape;
+  bool max_pool;
+  int64_t layer1_size;  // of a 28x28 image
+};
+
+class ResNetStemTest : public ::testing::TestWithParam<StemCase> {};
+
+TEST_P(ResNetStemTest, KeepsTheResolutionItPromises) {
+  const StemCase& stem = GetParam();
+  auto model = MakeResNet(absl::StrCat("depth: 18 stem: ", stem.stem), ModelContext{10, 1});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(ParameterShape(**model, "conv1.weight"), stem.conv1_shape);
+  (*model)->eval();
+  torch::manual_seed(0);
+  const torch::Tensor images = torch::randn({2, 1, 28, 28});
+  std::vector<int64_t> layer1_sizes;
+  const torch::Tensor expected = ForwardByHand(**model, images, stem.max_pool, &layer1_sizes);
+  EXPECT_EQ(layer1_sizes, (std::vector<int64_t>{2, 64, stem.layer1_size, stem.layer1_size}));
+  EXPECT_TRUE(torch::equal((*model)->forward(images), expected));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllStems, ResNetStemTest,
+    ::testing::Values(StemCase{"IMAGENET", {64, 1, 7, 7}, true, 7},
+                      StemCase{"SMALL_IMAGE", {64, 1, 3, 3}, true, 14},
+                      StemCase{"CIFAR", {64, 1, 3, 3}, false, 28}),
+    [](const ::testing::TestParamInfo<StemCase>& info) { return std::string(info.param.stem); });
 
 TEST(ResNetTest, RejectsADepthWithoutAnArchitecture) {
   auto model = MakeResNet("depth: 20", ModelContext{10, 3});
