@@ -213,7 +213,8 @@ absl::Status ValidateResNetOptions(const ResNetOptions& options) {
 absl::StatusOr<std::unique_ptr<Model>> CreateResNet(const ResNetOptions& options,
                                                     const ModelContext& context) {
   return std::make_unique<ResNet>(*FindArchitecture(options.depth()), context.num_classes,
-                                  context.input_channels, options.zero_init_residual(), options.stem());
+                                  context.input_channels, options.zero_init_residual(),
+                                  options.stem());
 }
 
 PIPELINE_REGISTER_PLUGIN(Model, "resnet", ResNetOptions,
