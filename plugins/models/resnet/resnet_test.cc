@@ -1,5 +1,6 @@
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,9 @@ struct StemCase {
   bool max_pool;
   int64_t layer1_size;  // of a 28x28 image
 };
+
+// Names the stem in a failure message instead of the struct's bytes.
+void PrintTo(const StemCase& stem, std::ostream* os) { *os << stem.stem; }
 
 class ResNetStemTest : public ::testing::TestWithParam<StemCase> {};
 
