@@ -152,14 +152,25 @@ double SummaryValue(const std::string& output, const std::string& key) {
 }
 
 // Float16 with the loss scaler on the default data: one epoch of the small
-// CNN (about 85% in float32).
-TEST(CudaTest, Fp16AutocastWithTheLossScalerLearnsFashionMnist) {
+// CNN on cuda:0 learns as float32 on the CPU does (on an H100: 75.48% and
+// train loss 1.1123 against the CPU's 75.53% and 1.1112; the scaler skipped
+// one step, its first).
+TEST(CudaTest, Fp16AutocastWithTheLossScalerLearnsAsFloat32OnTheCpu) {
   SKIP_WITHOUT_GPU(1);
-  const testing::CommandResult result = RunTrain(
+  const testing::CommandResult fp16 = RunTrain(
       "--set='strategy={" + SingleOn("cuda:0") +
-      "}' --set=trainer.precision=FP16_AUTOCAST --set=trainer.epochs=1");
-  ASSERT_EQ(result.exit_code, 0) << result.output;
-  EXPECT_GT(SummaryValue(result.output, "val_acc"), 0.80) << result.output;
+      "}' --set=trainer.precision=FP16_AUTOCAST --set=trainer.epochs=1 --set=output_dir=" +
+      ::testing::TempDir() + "/fp16");
+  const testing::CommandResult fp32 = RunTrain(
+      "--set=trainer.epochs=1 --set=output_dir=" + ::testing::TempDir() + "/fp32_cpu");
+  ASSERT_EQ(fp16.exit_code, 0) << fp16.output;
+  ASSERT_EQ(fp32.exit_code, 0) << fp32.output;
+  EXPECT_GT(SummaryValue(fp32.output, "val_acc"), 0.7) << fp32.output;
+  EXPECT_NEAR(SummaryValue(fp16.output, "val_acc"), SummaryValue(fp32.output, "val_acc"), 0.01)
+      << fp16.output;
+  EXPECT_NEAR(SummaryValue(fp16.output, "train_loss"), SummaryValue(fp32.output, "train_loss"),
+              0.02)
+      << fp16.output;
 }
 
 // ---- Bad input, on every machine ----

@@ -80,6 +80,7 @@
 #include "pipeline/metrics/multiply_adds.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/resolve.h"
+#include "pipeline/util/autocast_compat.h"
 #include "pipeline/weights/build_model.h"
 #include "torch/csrc/autograd/grad_mode.h"
 #include "torch/optim/sgd.h"
@@ -190,12 +191,12 @@ ComputeResult ComputeCeiling(const PipelineConfig& config, int64_t height, int64
     optimizer->zero_grad();
     if (bf16) {
       // As the trainer's trainer.precision: BF16_AUTOCAST.
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
+      SetAutocastDtype(at::kCPU, at::kBFloat16);
+      SetAutocastEnabled(at::kCPU, true);
     }
     at::cross_entropy_loss(model->forward(images), labels).backward();
     if (bf16) {
-      at::autocast::set_cpu_enabled(false);
+      SetAutocastEnabled(at::kCPU, false);
       at::autocast::clear_cache();
     }
     optimizer->step();

@@ -3,6 +3,7 @@
 
 #include "ATen/autocast_mode.h"
 #include "pipeline/config/pipeline.pb.h"
+#include "pipeline/util/autocast_compat.h"
 #include "torch/types.h"
 
 namespace pipeline {
@@ -19,17 +20,18 @@ class AutocastScope {
       : enabled_(trainer.precision() != TrainerConfig::FP32) {
     if (!enabled_) return;
     if (trainer.precision() == TrainerConfig::BF16_AUTOCAST) {
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
+      SetAutocastDtype(at::kCPU, at::kBFloat16);
+      SetAutocastEnabled(at::kCPU, true);
     }
-    at::autocast::set_autocast_gpu_dtype(
-        trainer.precision() == TrainerConfig::FP16_AUTOCAST ? at::kHalf : at::kBFloat16);
-    at::autocast::set_enabled(true);
+    SetAutocastDtype(at::kCUDA, trainer.precision() == TrainerConfig::FP16_AUTOCAST
+                                    ? at::kHalf
+                                    : at::kBFloat16);
+    SetAutocastEnabled(at::kCUDA, true);
   }
   ~AutocastScope() {
     if (!enabled_) return;
-    at::autocast::set_cpu_enabled(false);
-    at::autocast::set_enabled(false);
+    SetAutocastEnabled(at::kCPU, false);
+    SetAutocastEnabled(at::kCUDA, false);
     at::autocast::clear_cache();
   }
   AutocastScope(const AutocastScope&) = delete;

@@ -16,7 +16,9 @@ tar xzf "$collected/libtorch_include.tgz" -C "$libtorch"
 tar xzf "$collected/libtorch_syms.tgz" -C "$libtorch"
 "$(dirname "$0")/link_stubs.py" --out="$libtorch/lib" "$libtorch"/syms/*.dynsym
 base=$cache/bazel-output-gpu-machine
-LIBTORCH_CUDA_DIR=$libtorch bazel --output_base="$base" build --config=cuda //tools:train //tests:cuda_test
+# --symlink_prefix=/: the checkout's bazel-bin stays the CPU build's.
+LIBTORCH_CUDA_DIR=$libtorch bazel --output_base="$base" build --config=cuda --symlink_prefix=/ \
+  //tools:train //tests:cuda_test
 bin=$(LIBTORCH_CUDA_DIR=$libtorch bazel --output_base="$base" info --config=cuda bazel-bin 2>/dev/null)
 rm -rf "$pack" && mkdir -p "$pack/run/tools" "$pack/run/tests" "$pack/run/_solib_k8" "$pack/libs" "$pack/data"
 cp "$bin/tools/train" "$pack/run/tools/"

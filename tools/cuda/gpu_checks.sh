@@ -23,7 +23,7 @@ dp='[type.googleapis.com/pipeline.DataParallelOptions] { replicas: 0 device: "cu
 one_epoch() {
   local name=$1
   shift
-  (timeout 75 tools/train "$@" --set=trainer.epochs=1 --set=output_dir=/tmp/$name 2>&1
+  (timeout 150 tools/train "$@" --set=trainer.epochs=1 --set=output_dir=/tmp/$name 2>&1
    echo "$name exit $?") > "$out/$name.log"
   grep -a -E '"summary"|exit|rror' "$out/$name.log" | cut -c1-600
 }

@@ -27,6 +27,7 @@
 #include "ATen/autocast_mode.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/util/autocast_compat.h"
 #include "pipeline/util/cuda_devices.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
@@ -42,10 +43,10 @@ namespace {
 // The caller's autocast settings (CPU and CUDA), carried to a replica
 // thread.
 struct AutocastState {
-  bool cpu_enabled = at::autocast::is_cpu_enabled();
-  at::ScalarType cpu_dtype = at::autocast::get_autocast_cpu_dtype();
-  bool cuda_enabled = at::autocast::is_enabled();
-  at::ScalarType cuda_dtype = at::autocast::get_autocast_gpu_dtype();
+  bool cpu_enabled = AutocastEnabled(at::kCPU);
+  at::ScalarType cpu_dtype = AutocastDtype(at::kCPU);
+  bool cuda_enabled = AutocastEnabled(at::kCUDA);
+  at::ScalarType cuda_dtype = AutocastDtype(at::kCUDA);
 };
 
 // On a replica thread for one task. The cast cache (bf16 copies of the
@@ -55,17 +56,17 @@ class ReplicaAutocast {
  public:
   explicit ReplicaAutocast(const AutocastState& state) : state_(state) {
     if (state_.cpu_enabled) {
-      at::autocast::set_autocast_cpu_dtype(state_.cpu_dtype);
-      at::autocast::set_cpu_enabled(true);
+      SetAutocastDtype(at::kCPU, state_.cpu_dtype);
+      SetAutocastEnabled(at::kCPU, true);
     }
     if (state_.cuda_enabled) {
-      at::autocast::set_autocast_gpu_dtype(state_.cuda_dtype);
-      at::autocast::set_enabled(true);
+      SetAutocastDtype(at::kCUDA, state_.cuda_dtype);
+      SetAutocastEnabled(at::kCUDA, true);
     }
   }
   ~ReplicaAutocast() {
-    if (state_.cpu_enabled) at::autocast::set_cpu_enabled(false);
-    if (state_.cuda_enabled) at::autocast::set_enabled(false);
+    if (state_.cpu_enabled) SetAutocastEnabled(at::kCPU, false);
+    if (state_.cuda_enabled) SetAutocastEnabled(at::kCUDA, false);
     if (state_.cpu_enabled || state_.cuda_enabled) at::autocast::clear_cache();
   }
 

@@ -190,6 +190,20 @@ struct Bucket {
   c10::intrusive_ptr<c10d::Work> work;
 };
 
+// LibTorch 2.4+ prints "WARNING: destroy_process_group() was not called
+// before program exit" when an NCCL group is destroyed while still open, and
+// then aborts its communicators. By then every collective of the run was
+// waited for, so aborting first is the same teardown without the warning
+// (shutdown() would also flush outstanding work: it blocks on a dead peer).
+void AbortNcclGroup(CollectiveGroup& group) {
+#if defined(USE_C10D_NCCL) && \
+    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+  if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(&group)) nccl->abort();
+#else
+  (void)group;
+#endif
+}
+
 class DdpStrategy : public Strategy {
  public:
   DdpStrategy(const DdpOptions& options, Rendezvous rendezvous,
@@ -204,6 +218,7 @@ class DdpStrategy : public Strategy {
         device_(device),
         communicator_(*this),
         shards_(rendezvous_.rank, rendezvous_.world_size) {}
+  ~DdpStrategy() override { AbortNcclGroup(*group_); }
 
   Communicator& communicator() override { return communicator_; }
   torch::Device device() const override { return device_; }
