@@ -13,10 +13,15 @@ if [ ! -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
   mkdir -p /usr/share/datasets/fashion-mnist && cp "$pack"/data/* /usr/share/datasets/fashion-mnist/
 fi
 cd "$pack/run"
+# LibTorch's deprecation and unclean-teardown warnings: 0 expected.
+warnings() {
+  echo "$(basename "$1" .log): $(grep -c -a -E 'deprecated|destroy_process_group' "$1") warning lines"
+}
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/env.txt"
 tools/train --version 2>&1 | tee -a "$out/env.txt"
 (timeout 120 tests/cuda_test 2>&1; echo "cuda_test exit $?") > "$out/cuda_test.log"
 tail -25 "$out/cuda_test.log"
+warnings "$out/cuda_test.log"
 single='[type.googleapis.com/pipeline.SingleDeviceOptions] { device: "cuda:0" }'
 ddp='[type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 1 backend: NCCL device: "cuda" }'
 dp='[type.googleapis.com/pipeline.DataParallelOptions] { replicas: 0 device: "cuda" }'
@@ -26,6 +31,7 @@ one_epoch() {
   (timeout 150 tools/train "$@" --set=trainer.epochs=1 --set=output_dir=/tmp/$name 2>&1
    echo "$name exit $?") > "$out/$name.log"
   grep -a -E '"summary"|exit|rror' "$out/$name.log" | cut -c1-600
+  warnings "$out/$name.log"
 }
 one_epoch fp32 --config=configs/single.textproto --set="strategy={name: \"single\" options { $single }}"
 one_epoch bf16 --config=configs/single.textproto --set="strategy={name: \"single\" options { $single }}" \
