@@ -1,5 +1,6 @@
 #include "tools/elastic_launch.h"
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -7,6 +8,36 @@
 #include "absl/strings/str_cat.h"
 
 namespace pipeline {
+namespace {
+
+// The rendezvous host's launcher ends as soon as its own workers finished
+// the job, which can be a moment before this node's workers exit (they
+// passed the same last collective). Losing the host therefore stops this
+// node's workers only after a grace period: a finished job ends well, and
+// a broken one still ends, by its workers' own collective timeouts or by
+// the stop after the grace.
+class HostWatch {
+ public:
+  static constexpr std::chrono::seconds kGrace{30};
+
+  bool lost() const { return !status_.ok(); }
+  const absl::Status& status() const { return status_; }
+  bool GraceLeft() const { return std::chrono::steady_clock::now() - lost_at_ < kGrace; }
+
+  absl::Status Lose(absl::Status why) {
+    status_ = std::move(why);
+    lost_at_ = std::chrono::steady_clock::now();
+    std::cerr << "launcher: " << status_.message() << "; this node's workers have "
+              << kGrace.count() << " s to finish before they are stopped\n";
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status status_;
+  std::chrono::steady_clock::time_point lost_at_;
+};
+
+}  // namespace
 
 absl::Status LaunchElastic(const RendezvousOptions& options, LaunchOptions launch,
                            int max_restarts) {
@@ -34,8 +65,12 @@ absl::Status LaunchElastic(const RendezvousOptions& options, LaunchOptions launc
     // new to the job included.
     if (round->round > 0) ResumeFromLatestCheckpoint(launch.command);
     bool new_round_opened = false;
-    launch.watch = [&rendezvous, &new_round_opened, this_round = round->round]() -> absl::Status {
+    HostWatch host;
+    launch.watch = [&rendezvous, &new_round_opened, &host,
+                    this_round = round->round]() -> absl::Status {
+      if (host.lost()) return host.GraceLeft() ? absl::OkStatus() : host.status();
       auto current = (*rendezvous)->CurrentRound();
+      if (absl::IsUnavailable(current.status())) return host.Lose(current.status());
       if (!current.ok()) return current.status();
       if (*current <= this_round) return absl::OkStatus();
       new_round_opened = true;
@@ -45,7 +80,14 @@ absl::Status LaunchElastic(const RendezvousOptions& options, LaunchOptions launc
     const absl::Status launched = LaunchWorkers(launch);
     if (launched.ok()) {
       if ((*rendezvous)->is_host()) (*rendezvous)->MarkJobDone();
+      if (host.lost()) std::cerr << "launcher: this node's workers finished the job\n";
       return absl::OkStatus();
+    }
+    if (host.lost()) {
+      // No rendezvous left to restart through.
+      if (launched.message() == host.status().message()) return launched;
+      return absl::Status(launched.code(),
+                          absl::StrCat(host.status().message(), "; ", launched.message()));
     }
     if (!IsRetriable(launched)) return launched;
     if (new_round_opened) {
