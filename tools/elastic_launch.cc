@@ -24,12 +24,11 @@ class HostWatch {
   const absl::Status& status() const { return status_; }
   bool GraceLeft() const { return std::chrono::steady_clock::now() - lost_at_ < kGrace; }
 
-  absl::Status Lose(absl::Status why) {
+  void Lose(absl::Status why) {
     status_ = std::move(why);
     lost_at_ = std::chrono::steady_clock::now();
     std::cerr << "launcher: " << status_.message() << "; this node's workers have "
               << kGrace.count() << " s to finish before they are stopped\n";
-    return absl::OkStatus();
   }
 
  private:
@@ -70,7 +69,10 @@ absl::Status LaunchElastic(const RendezvousOptions& options, LaunchOptions launc
                     this_round = round->round]() -> absl::Status {
       if (host.lost()) return host.GraceLeft() ? absl::OkStatus() : host.status();
       auto current = (*rendezvous)->CurrentRound();
-      if (absl::IsUnavailable(current.status())) return host.Lose(current.status());
+      if (absl::IsUnavailable(current.status())) {
+        host.Lose(current.status());
+        return absl::OkStatus();
+      }
       if (!current.ok()) return current.status();
       if (*current <= this_round) return absl::OkStatus();
       new_round_opened = true;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "c10/util/Exception.h"
-#include "torch/version.h"
+#include "pipeline/util/torch_version.h"
 
 namespace pipeline::testing {
 
@@ -16,7 +16,7 @@ class TorchWarningRecorder : public c10::WarningHandler {
  public:
   TorchWarningRecorder() : guard_(this) {}
 
-#if TORCH_VERSION_MAJOR >= 2
+#if PIPELINE_TORCH_AT_LEAST(2, 0)
   void process(const c10::Warning& warning) override { messages_.push_back(warning.msg()); }
 #else
   void process(const c10::SourceLocation&, const std::string& message, bool) override {
@@ -28,7 +28,7 @@ class TorchWarningRecorder : public c10::WarningHandler {
 
  private:
   std::vector<std::string> messages_;
-#if TORCH_VERSION_MAJOR >= 2
+#if PIPELINE_TORCH_AT_LEAST(2, 0)
   c10::WarningUtils::WarningHandlerGuard guard_;
 #else
   c10::Warning::WarningHandlerGuard guard_;

@@ -10,9 +10,9 @@
 #include "ATen/autocast_mode.h"
 #include "c10/core/DeviceType.h"
 #include "c10/core/ScalarType.h"
-#include "torch/version.h"
+#include "pipeline/util/torch_version.h"
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#if PIPELINE_TORCH_AT_LEAST(2, 4)
 #define PIPELINE_AUTOCAST_BY_DEVICE_TYPE 1
 #endif
 

@@ -11,11 +11,11 @@
 
 #include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
 #include "torch/csrc/distributed/c10d/TCPStore.hpp"
-#include "torch/version.h"
+#include "pipeline/util/torch_version.h"
 
 namespace pipeline {
 
-#if TORCH_VERSION_MAJOR >= 2
+#if PIPELINE_TORCH_AT_LEAST(2, 0)
 using CollectiveGroup = ::c10d::Backend;
 #else
 using CollectiveGroup = ::c10d::ProcessGroup;
@@ -26,7 +26,7 @@ using CollectiveGroup = ::c10d::ProcessGroup;
 // but PyTorch was build without libuv support"); the classic backend is in
 // every build.
 inline void UseClassicStoreBackend(::c10d::TCPStoreOptions& options) {
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 2)
+#if PIPELINE_TORCH_AT_LEAST(2, 2)
   options.useLibUV = false;
 #else
   (void)options;

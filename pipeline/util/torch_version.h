@@ -1,10 +1,15 @@
 // The LibTorch a binary was compiled against: run_info.jsonl and --version
 // report it, and code that must differ between LibTorch generations asks
-// here (c10d_compat.h holds the one such difference in the c10d API).
+// here (c10d_compat.h and autocast_compat.h hold those differences).
 #ifndef PIPELINE_UTIL_TORCH_VERSION_H_
 #define PIPELINE_UTIL_TORCH_VERSION_H_
 
 #include "torch/version.h"
+
+// For #if: the LibTorch compiled against is MAJOR.MINOR or later.
+#define PIPELINE_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||           \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 namespace pipeline {
 

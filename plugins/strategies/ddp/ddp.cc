@@ -52,6 +52,7 @@
 #include "pipeline/util/host_address.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
+#include "pipeline/util/torch_version.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
 #include "plugins/strategies/ddp/optimizer_shards.h"
 #include "plugins/strategies/ddp/peer_progress.h"
@@ -196,8 +197,7 @@ struct Bucket {
 // waited for, so aborting first is the same teardown without the warning
 // (shutdown() would also flush outstanding work: it blocks on a dead peer).
 void AbortNcclGroup(CollectiveGroup& group) {
-#if defined(USE_C10D_NCCL) && \
-    (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+#if defined(USE_C10D_NCCL) && PIPELINE_TORCH_AT_LEAST(2, 4)
   if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(&group)) nccl->abort();
 #else
   (void)group;
