@@ -45,6 +45,7 @@ ALL_PLUGINS = [
     "//plugins/transforms/random_horizontal_flip",
     "//plugins/transforms/random_resized_crop",
     "//plugins/transforms/random_rotation",
+    "//plugins/transforms/random_vertical_flip",
     "//plugins/transforms/resize",
     "//plugins/transforms/to_float",
     "//plugins/transforms/trivial_augment_wide",

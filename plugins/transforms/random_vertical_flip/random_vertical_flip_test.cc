@@ -1,0 +1,82 @@
+#include <set>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "pipeline/image/test_images.h"
+#include "pipeline/interfaces/transform.h"
+#include "pipeline/testing/plugin_test_util.h"
+
+namespace pipeline {
+namespace {
+
+using ::pipeline::testing::F32Image;
+using ::pipeline::testing::U8Image;
+using ::testing::ElementsAre;
+
+std::string Config(const std::string& options) {
+  return "name: \"random_vertical_flip\" options { "
+         "[type.googleapis.com/pipeline.RandomVerticalFlipOptions] { " +
+         options + " } }";
+}
+
+std::unique_ptr<Transform> Make(const std::string& options) {
+  auto transform = testing::CreatePlugin<Transform>(Config(options));
+  EXPECT_TRUE(transform.ok()) << transform.status();
+  return transform.ok() ? *std::move(transform) : nullptr;
+}
+
+Image Apply(const Transform& transform, Image image, uint64_t seed = 1) {
+  SampleRandom random(seed, 0, 0);
+  const absl::Status status = transform.Apply(image, random);
+  EXPECT_TRUE(status.ok()) << status;
+  return image;
+}
+
+TEST(RandomVerticalFlipTest, ProbabilityOneAlwaysMirrors) {
+  auto flip = Make("probability: 1");
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    EXPECT_THAT(Apply(*flip, U8Image(2, 4, 1, {1, 2, 3, 4, 5, 6, 7, 8}), seed).u8,
+                ElementsAre(5, 6, 7, 8, 1, 2, 3, 4));
+  }
+  // Whole rows move; their pixels and channels keep their order, and the
+  // middle row of an odd height stays.
+  EXPECT_THAT(Apply(*flip, F32Image(3, 1, 2, {1, 2, 3, 4, 5, 6})).f32,
+              ElementsAre(5, 6, 3, 4, 1, 2));
+  EXPECT_THAT(Apply(*flip, U8Image(3, 2, 2, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})).u8,
+              ElementsAre(9, 10, 11, 12, 5, 6, 7, 8, 1, 2, 3, 4));
+}
+
+TEST(RandomVerticalFlipTest, ProbabilityZeroNeverMirrors) {
+  auto flip = Make("probability: 0");
+  for (uint64_t seed = 0; seed < 20; ++seed) {
+    EXPECT_THAT(Apply(*flip, U8Image(2, 4, 1, {1, 2, 3, 4, 5, 6, 7, 8}), seed).u8,
+                ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
+  }
+}
+
+TEST(RandomVerticalFlipTest, DefaultFlipsAboutHalfDeterministicallyPerSeed) {
+  auto flip = testing::CreatePlugin<Transform>(R"pb(name: "random_vertical_flip")pb");
+  ASSERT_TRUE(flip.ok()) << flip.status();
+  const Image image = U8Image(2, 1, 1, {1, 2});
+  int flipped = 0;
+  for (uint64_t seed = 0; seed < 1000; ++seed) {
+    const Image out = Apply(**flip, image, seed);
+    EXPECT_EQ(out.u8, Apply(**flip, image, seed).u8);
+    if (out.u8[0] == 2) ++flipped;
+  }
+  EXPECT_GT(flipped, 400);
+  EXPECT_LT(flipped, 600);
+}
+
+TEST(RandomVerticalFlipTest, ValidatorChecksTheRange) {
+  for (const char* bad : {"1.5", "-0.1", "nan"}) {
+    const absl::Status status = Registry<Transform>::Global().Validate(
+        testing::ParsePluginConfig(Config(std::string("probability: ") + bad)));
+    EXPECT_EQ(status.message(),
+              std::string("options: random_vertical_flip: probability must be in [0, 1], got ") +
+                  bad);
+  }
+}
+
+}  // namespace
+}  // namespace pipeline
