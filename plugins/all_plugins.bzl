@@ -40,6 +40,7 @@ ALL_PLUGINS = [
     "//plugins/transforms/normalize",
     "//plugins/transforms/pad",
     "//plugins/transforms/rand_augment",
+    "//plugins/transforms/random_affine",
     "//plugins/transforms/random_crop",
     "//plugins/transforms/random_erasing",
     "//plugins/transforms/random_horizontal_flip",

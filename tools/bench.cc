@@ -747,12 +747,14 @@ constexpr TransformCase kTransformCases[] = {
     {"trivial_augment_wide", R"pb(name: "trivial_augment_wide")pb"},
     {"rand_augment", R"pb(name: "rand_augment")pb"},
     {"random_rotation", R"pb(name: "random_rotation" options { [type.googleapis.com/pipeline.RandomRotationOptions] { degrees: 30 } })pb"},
+    {"random_affine", R"pb(name: "random_affine" options { [type.googleapis.com/pipeline.RandomAffineOptions] { degrees: 10 translate: [0.1, 0.1] scale: [0.9, 1.1] shear: 5 } })pb"},
     {"random_crop_padding_4", R"pb(name: "random_crop" options { [type.googleapis.com/pipeline.RandomCropOptions] { size: 224 padding: 4 } })pb"},
     {"gaussian_blur", R"pb(name: "gaussian_blur" options { [type.googleapis.com/pipeline.GaussianBlurOptions] { kernel_size: 23 sigma: [0.1, 2.0] } })pb"},
 };
 constexpr char kTorchvisionCalls[] =
     "ColorJitter(0.4, 0.4, 0.4, 0.1) | RandomErasing(p=1) on a uint8 tensor | "
-    "TrivialAugmentWide() | RandAugment() | RandomRotation(30) | RandomCrop(224, padding=4) | "
+    "TrivialAugmentWide() | RandAugment() | RandomRotation(30) | "
+    "RandomAffine(10, (0.1, 0.1), (0.9, 1.1), 5) | RandomCrop(224, padding=4) | "
     "GaussianBlur(23, (0.1, 2.0))";
 
 // The transform a transforms { } body describes.

@@ -109,6 +109,7 @@ def transform_rates(root, seconds):
         "trivial_augment_wide": (transforms.TrivialAugmentWide(), images),
         "rand_augment": (transforms.RandAugment(), images),
         "random_rotation": (transforms.RandomRotation(30), images),
+        "random_affine": (transforms.RandomAffine(10, (0.1, 0.1), (0.9, 1.1), 5), images),
         "random_crop_padding_4": (transforms.RandomCrop(224, padding=4), images),
         "gaussian_blur": (transforms.GaussianBlur(23, (0.1, 2.0)), images),
     }
