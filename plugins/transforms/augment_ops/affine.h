@@ -2,14 +2,15 @@
 #define PLUGINS_TRANSFORMS_AUGMENT_OPS_AFFINE_H_
 
 // torchvision's affine warps on tensors (F.affine, F.rotate), shared by
-// random_rotation, trivial_augment_wide and rand_augment: the inverse
-// affine matrix (_get_inverse_affine_matrix, in double as Python computes
-// it), then torch's sampling grid and grid_sample (align_corners=False,
-// zero padding) in float32, op for op (with the fused multiply-adds of
-// LibTorch 1.13's AVX2 kernel, which x86-64 machines run), and the `fill`
-// blend of _apply_grid_transform. u8 images are sampled as float32 and
-// rounded half to even, as torchvision does. Results match torchvision's
-// bit for bit, u8 and f32 (augment_ops_test, random_rotation_test).
+// random_rotation, random_affine, trivial_augment_wide and rand_augment: the
+// inverse affine matrix (_get_inverse_affine_matrix, in double as Python
+// computes it), then torch's sampling grid and grid_sample
+// (align_corners=False, zero padding) in float32, op for op (with the fused
+// multiply-adds of LibTorch 1.13's AVX2 kernel, which x86-64 machines run), and
+// the `fill` blend of _apply_grid_transform. u8 images are sampled as float32
+// and rounded half to even, as torchvision does. Results match torchvision's
+// bit for bit, u8 and f32 (augment_ops_test, random_rotation_test,
+// random_affine_test).
 
 #include <array>
 #include <optional>

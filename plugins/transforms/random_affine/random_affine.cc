@@ -22,6 +22,7 @@
 #include "pipeline/image/image_ops.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
+#include "plugins/transforms/augment_ops/warp_options.h"
 #include "plugins/transforms/random_affine/random_affine.pb.h"
 
 namespace pipeline {
@@ -66,53 +67,13 @@ absl::Status Warp(Image& image, const Params& params, const Settings& settings) 
 
 namespace {
 
-using random_affine::Range;
+using augment_ops::CheckFinite;
 using Floats = google::protobuf::RepeatedField<float>;
 
-absl::Status CheckFinite(const Floats& values, const char* field) {
-  for (float v : values) {
-    if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("random_affine: ", field, " must be finite, got ", v));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckOrdered(float min, float max, const char* field) {
-  if (min > max) {
-    return absl::InvalidArgumentError(absl::StrCat("random_affine: ", field,
-                                                   " [min, max] must have min <= max, got [",
-                                                   min, ", ", max, "]"));
-  }
-  return absl::OkStatus();
-}
-
-// torchvision's _setup_angle for one value d >= 0, the range [-d, d].
-absl::StatusOr<Range> SymmetricRange(float d, const char* field) {
-  if (d < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("random_affine: a single ", field,
-                                                   " value d must be >= 0 (the range [-d, d]), "
-                                                   "got ",
-                                                   d));
-  }
-  return Range{-d, d};
-}
-
-absl::StatusOr<Range> DegreesOf(const Floats& degrees) {
-  RETURN_IF_ERROR(CheckFinite(degrees, "degrees"));
-  if (degrees.size() == 1) return SymmetricRange(degrees[0], "degrees");
-  if (degrees.size() == 2) {
-    RETURN_IF_ERROR(CheckOrdered(degrees[0], degrees[1], "degrees"));
-    return Range{degrees[0], degrees[1]};
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "random_affine: degrees takes 1 value d (the range [-d, d]) or 2 ([min, max]), got ",
-      degrees.size()));
-}
+constexpr char kName[] = "random_affine";
 
 absl::Status SetTranslate(const Floats& translate, random_affine::Settings& settings) {
-  RETURN_IF_ERROR(CheckFinite(translate, "translate"));
+  RETURN_IF_ERROR(CheckFinite(translate, kName, "translate"));
   if (translate.empty()) return absl::OkStatus();
   if (translate.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -131,7 +92,7 @@ absl::Status SetTranslate(const Floats& translate, random_affine::Settings& sett
 }
 
 absl::Status SetScale(const Floats& scale, random_affine::Settings& settings) {
-  RETURN_IF_ERROR(CheckFinite(scale, "scale"));
+  RETURN_IF_ERROR(CheckFinite(scale, kName, "scale"));
   if (scale.empty()) return absl::OkStatus();
   if (scale.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -142,28 +103,32 @@ absl::Status SetScale(const Floats& scale, random_affine::Settings& settings) {
     return absl::InvalidArgumentError(absl::StrCat(
         "random_affine: scale values must be > 0, got [", scale[0], ", ", scale[1], "]"));
   }
-  RETURN_IF_ERROR(CheckOrdered(scale[0], scale[1], "scale"));
-  settings.scale = Range{scale[0], scale[1]};
+  ASSIGN_OR_RETURN(settings.scale, augment_ops::OrderedRange(scale[0], scale[1], kName, "scale"));
   return absl::OkStatus();
 }
 
+// torchvision's _setup_angle(shear, req_sizes=(2, 4)).
 absl::Status SetShear(const Floats& shear, random_affine::Settings& settings) {
-  RETURN_IF_ERROR(CheckFinite(shear, "shear"));
+  RETURN_IF_ERROR(CheckFinite(shear, kName, "shear"));
   switch (shear.size()) {
     case 0:
       return absl::OkStatus();
     case 1: {
-      ASSIGN_OR_RETURN(settings.shear_x, SymmetricRange(shear[0], "shear"));
+      ASSIGN_OR_RETURN(settings.shear_x, augment_ops::SymmetricRange(shear[0], kName, "shear"));
       return absl::OkStatus();
     }
-    case 4:
-      RETURN_IF_ERROR(CheckOrdered(shear[2], shear[3], "shear y"));
-      settings.shear_y = Range{shear[2], shear[3]};
-      [[fallthrough]];
-    case 2:
-      RETURN_IF_ERROR(CheckOrdered(shear[0], shear[1], "shear x"));
-      settings.shear_x = Range{shear[0], shear[1]};
+    case 2: {
+      ASSIGN_OR_RETURN(settings.shear_x,
+                       augment_ops::OrderedRange(shear[0], shear[1], kName, "shear x"));
       return absl::OkStatus();
+    }
+    case 4: {
+      ASSIGN_OR_RETURN(settings.shear_x,
+                       augment_ops::OrderedRange(shear[0], shear[1], kName, "shear x"));
+      ASSIGN_OR_RETURN(settings.shear_y,
+                       augment_ops::OrderedRange(shear[2], shear[3], kName, "shear y"));
+      return absl::OkStatus();
+    }
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "random_affine: shear takes 1 value s (x in [-s, s]), 2 (x in [min, max]) or 4 (x "
@@ -172,32 +137,17 @@ absl::Status SetShear(const Floats& shear, random_affine::Settings& settings) {
   }
 }
 
-absl::Status SetWarp(const RandomAffineOptions& options, random_affine::Settings& settings) {
-  RETURN_IF_ERROR(CheckFinite(options.center(), "center"));
-  if (options.center_size() == 2) {
-    settings.center = std::array<double, 2>{options.center(0), options.center(1)};
-  } else if (options.center_size() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "random_affine: center takes 2 values (x, y), or none for the image center, got ",
-        options.center_size()));
-  }
-  if (options.interpolation() == RandomAffineOptions::BILINEAR) {
-    settings.warp.interpolation = augment_ops::Interpolation::kBilinear;
-  }
-  RETURN_IF_ERROR(CheckFinite(options.fill(), "fill"));
-  if (!options.fill().empty()) {
-    settings.warp.fill.assign(options.fill().begin(), options.fill().end());
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<random_affine::Settings> SettingsOf(const RandomAffineOptions& options) {
   random_affine::Settings settings;
-  ASSIGN_OR_RETURN(settings.degrees, DegreesOf(options.degrees()));
+  ASSIGN_OR_RETURN(settings.degrees, augment_ops::AngleRange(options.degrees(), kName, "degrees"));
   RETURN_IF_ERROR(SetTranslate(options.translate(), settings));
   RETURN_IF_ERROR(SetScale(options.scale(), settings));
   RETURN_IF_ERROR(SetShear(options.shear(), settings));
-  RETURN_IF_ERROR(SetWarp(options, settings));
+  ASSIGN_OR_RETURN(settings.center, augment_ops::CenterOf(options.center(), kName));
+  if (options.interpolation() == RandomAffineOptions::BILINEAR) {
+    settings.warp.interpolation = augment_ops::Interpolation::kBilinear;
+  }
+  ASSIGN_OR_RETURN(settings.warp.fill, augment_ops::FillOf(options.fill(), kName));
   return settings;
 }
 

@@ -12,15 +12,12 @@
 #include "pipeline/interfaces/image.h"
 #include "pipeline/interfaces/random.h"
 #include "plugins/transforms/augment_ops/affine.h"
+#include "plugins/transforms/augment_ops/warp_options.h"
 
 namespace pipeline {
 namespace random_affine {
 
-// A [min, max] range to draw from uniformly.
-struct Range {
-  double min = 0;
-  double max = 0;
-};
+using augment_ops::Range;
 
 struct Settings {
   Range degrees;

@@ -15,13 +15,12 @@
 
 #include "plugins/transforms/random_rotation/random_rotation.h"
 
-#include <cmath>
 #include <memory>
 
-#include "absl/strings/str_cat.h"
 #include "pipeline/image/image_ops.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/util/status_macros.h"
+#include "plugins/transforms/augment_ops/warp_options.h"
 #include "plugins/transforms/random_rotation/random_rotation.pb.h"
 
 namespace pipeline {
@@ -41,65 +40,19 @@ absl::Status Rotate(Image& image, double angle, const Settings& settings) {
 
 namespace {
 
-absl::Status CheckFinite(const google::protobuf::RepeatedField<float>& values,
-                         const char* field) {
-  for (float v : values) {
-    if (!std::isfinite(v)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("random_rotation: ", field, " must be finite, got ", v));
-    }
-  }
-  return absl::OkStatus();
-}
-
-// torchvision's _setup_angle: one value d is [-d, d], two are [min, max].
-absl::Status SetDegrees(const RandomRotationOptions& options,
-                        random_rotation::Settings& settings) {
-  const auto& degrees = options.degrees();
-  RETURN_IF_ERROR(CheckFinite(degrees, "degrees"));
-  if (degrees.size() == 1) {
-    if (degrees[0] < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "random_rotation: a single degrees value d must be >= 0 (the range [-d, d]), got ",
-          degrees[0]));
-    }
-    settings.degrees_min = -degrees[0];
-    settings.degrees_max = degrees[0];
-  } else if (degrees.size() == 2) {
-    if (degrees[0] > degrees[1]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("random_rotation: degrees [min, max] must have min <= max, got [",
-                       degrees[0], ", ", degrees[1], "]"));
-    }
-    settings.degrees_min = degrees[0];
-    settings.degrees_max = degrees[1];
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "random_rotation: degrees takes 1 value d (the range [-d, d]) or 2 ([min, max]), got ",
-        degrees.size()));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<random_rotation::Settings> SettingsOf(const RandomRotationOptions& options) {
+  constexpr char kName[] = "random_rotation";
   random_rotation::Settings settings;
-  RETURN_IF_ERROR(SetDegrees(options, settings));
+  ASSIGN_OR_RETURN(const augment_ops::Range degrees,
+                   augment_ops::AngleRange(options.degrees(), kName, "degrees"));
+  settings.degrees_min = degrees.min;
+  settings.degrees_max = degrees.max;
   settings.expand = options.expand();
-  RETURN_IF_ERROR(CheckFinite(options.center(), "center"));
-  if (options.center_size() == 2) {
-    settings.center = std::array<double, 2>{options.center(0), options.center(1)};
-  } else if (options.center_size() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "random_rotation: center takes 2 values (x, y), or none for the image center, got ",
-        options.center_size()));
-  }
+  ASSIGN_OR_RETURN(settings.center, augment_ops::CenterOf(options.center(), kName));
   if (options.interpolation() == RandomRotationOptions::BILINEAR) {
     settings.warp.interpolation = augment_ops::Interpolation::kBilinear;
   }
-  RETURN_IF_ERROR(CheckFinite(options.fill(), "fill"));
-  if (!options.fill().empty()) {
-    settings.warp.fill.assign(options.fill().begin(), options.fill().end());
-  }
+  ASSIGN_OR_RETURN(settings.warp.fill, augment_ops::FillOf(options.fill(), kName));
   return settings;
 }
 
