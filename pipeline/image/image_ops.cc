@@ -237,6 +237,15 @@ void FlipHorizontalT(Image& image) {
   }
 }
 
+template <typename T>
+void FlipVerticalT(Image& image) {
+  const size_t stride = static_cast<size_t>(image.width) * image.channels;
+  T* data = Pixels<T>(image).data();
+  for (int top = 0, bottom = image.height - 1; top < bottom; ++top, --bottom) {
+    std::swap_ranges(data + top * stride, data + (top + 1) * stride, data + bottom * stride);
+  }
+}
+
 std::string RegionString(const Region& region) {
   return absl::StrCat(region.height, "x", region.width, " at (top ", region.top, ", left ",
                       region.left, ")");
@@ -301,6 +310,14 @@ void FlipHorizontal(Image& image) {
     FlipHorizontalT<float>(image);
   } else {
     FlipHorizontalT<uint8_t>(image);
+  }
+}
+
+void FlipVertical(Image& image) {
+  if (image.is_float()) {
+    FlipVerticalT<float>(image);
+  } else {
+    FlipVerticalT<uint8_t>(image);
   }
 }
 

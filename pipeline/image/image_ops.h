@@ -54,6 +54,10 @@ absl::StatusOr<Image> Crop(const Image& image, const Region& region);
 // Mirrors left and right, in place. `image` must pass CheckImage.
 void FlipHorizontal(Image& image);
 
+// Mirrors top and bottom, in place: whole rows swap. `image` must pass
+// CheckImage.
+void FlipVertical(Image& image);
+
 // Python 3's round(): halves go to the even neighbour. torchvision rounds crop
 // offsets and sizes with it, so 1.5 -> 2 but 2.5 -> 2.
 int RoundHalfEven(double value);

@@ -252,6 +252,16 @@ TEST(FlipTest, MirrorsPixelsNotChannels) {
   EXPECT_THAT(rgb.f32, ElementsAre(5, 6, 3, 4, 1, 2));
 }
 
+// Whole rows swap; the middle row of an odd height stays.
+TEST(FlipTest, VerticalSwapsRows) {
+  Image gray = U8Image(2, 4, 1, {1, 2, 3, 4, 5, 6, 7, 8});
+  FlipVertical(gray);
+  EXPECT_THAT(gray.u8, ElementsAre(5, 6, 7, 8, 1, 2, 3, 4));
+  Image rgb = F32Image(3, 1, 2, {1, 2, 3, 4, 5, 6});
+  FlipVertical(rgb);
+  EXPECT_THAT(rgb.f32, ElementsAre(5, 6, 3, 4, 1, 2));
+}
+
 TEST(RoundHalfEvenTest, LikePythonRound) {
   EXPECT_EQ(RoundHalfEven(0.5), 0);
   EXPECT_EQ(RoundHalfEven(1.5), 2);

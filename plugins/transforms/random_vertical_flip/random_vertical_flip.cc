@@ -8,9 +8,7 @@
 //     options { [type.googleapis.com/pipeline.RandomVerticalFlipOptions] { probability: 0.5 } }
 //   }
 
-#include <algorithm>
 #include <memory>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/image/image_ops.h"
@@ -21,28 +19,13 @@
 namespace pipeline {
 namespace {
 
-// Swaps whole rows (each row's pixels and channels keep their order).
-template <typename T>
-void FlipRows(std::vector<T>& pixels, int height, size_t row_length) {
-  for (int top = 0, bottom = height - 1; top < bottom; ++top, --bottom) {
-    std::swap_ranges(pixels.begin() + top * row_length, pixels.begin() + (top + 1) * row_length,
-                     pixels.begin() + bottom * row_length);
-  }
-}
-
 class RandomVerticalFlipTransform : public Transform {
  public:
   explicit RandomVerticalFlipTransform(double probability) : probability_(probability) {}
 
   absl::Status Apply(Image& image, SampleRandom& random) const override {
     RETURN_IF_ERROR(image_ops::CheckImage(image, "random_vertical_flip"));
-    if (!random.Bernoulli(probability_)) return absl::OkStatus();
-    const size_t row_length = static_cast<size_t>(image.width) * image.channels;
-    if (image.is_float()) {
-      FlipRows(image.f32, image.height, row_length);
-    } else {
-      FlipRows(image.u8, image.height, row_length);
-    }
+    if (random.Bernoulli(probability_)) image_ops::FlipVertical(image);
     return absl::OkStatus();
   }
 
