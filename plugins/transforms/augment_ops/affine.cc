@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/image/image_ops.h"
+#include "pipeline/util/simd.h"
 #include "pipeline/util/status_macros.h"
 
 namespace pipeline {
@@ -19,12 +21,22 @@ namespace {
 constexpr double kPi = 3.141592653589793;
 double Radians(double degrees) { return degrees * (kPi / 180.0); }
 
+// grid_sample's unnormalization, (g + 1) * size / 2 - 0.5, as one fused
+// multiply-add (LibTorch's AVX2 kernel), computed in double: g + 1 is a
+// float32 multiple of 2^-24 and size / 2 a multiple of 1/2 below 2^24, so
+// the product and the difference are exact in double wherever the result
+// is below 2^27, and the one rounding to float is the fused one. (Further
+// out the pixel lies outside any image either way.) Unlike std::fma, which
+// is a library call on baseline x86-64, this vectorizes.
+PIPELINE_SIMD_INLINE float Unnormalize(float g, float half_size) {
+  return static_cast<float>(static_cast<double>(g + 1.0f) * static_cast<double>(half_size) - 0.5);
+}
+
 // Where output pixel (x, y) samples the input, in input pixel coordinates:
 // _gen_affine_grid's base grid times theta^T / [w/2, h/2] (unfused, as
 // torch's own bmm loop; its BLAS product for larger grids gave the same
-// results in the fixtures), then grid_sample's unnormalization for
-// align_corners=False, (g + 1) * size / 2 - 0.5, in one fused multiply-add
-// as LibTorch's AVX2 grid_sample kernel compiles it. All float32.
+// results in the fixtures), then grid_sample's unnormalization. All
+// float32.
 class SourceGrid {
  public:
   SourceGrid(const AffineMatrix& m, int in_height, int in_width, int out_height,
@@ -46,16 +58,34 @@ class SourceGrid {
   std::pair<float, float> At(int x, int y) const {
     const float base_x = x_start_ + static_cast<float>(x);
     const float base_y = y_start_ + static_cast<float>(y);
-    float gx = base_x * x_theta_[0];
-    gx = gx + base_y * x_theta_[1];
-    gx = gx + x_theta_[2];
-    float gy = base_x * y_theta_[0];
-    gy = gy + base_y * y_theta_[1];
-    gy = gy + y_theta_[2];
-    return {std::fma(gx + 1.0f, x_scale_, -0.5f), std::fma(gy + 1.0f, y_scale_, -0.5f)};
+    return {Source(base_x, base_y * x_theta_[1], x_theta_, x_scale_),
+            Source(base_x, base_y * y_theta_[1], y_theta_, y_scale_)};
+  }
+
+  // Output row y's source positions, width of them: At(0..width-1, y).
+  PIPELINE_SIMD_INLINE void Row(int y, int width, float* xs, float* ys) const {
+    // Locals, not members, in the loop: stores to xs and ys could alias
+    // the members and would keep it from vectorizing.
+    const float x_start = x_start_, x_scale = x_scale_, y_scale = y_scale_;
+    const float x_theta[3] = {x_theta_[0], x_theta_[1], x_theta_[2]};
+    const float y_theta[3] = {y_theta_[0], y_theta_[1], y_theta_[2]};
+    const float base_y = y_start_ + static_cast<float>(y);
+    const float x_from_y = base_y * x_theta[1], y_from_y = base_y * y_theta[1];
+    for (int x = 0; x < width; ++x) {
+      const float base_x = x_start + static_cast<float>(x);
+      xs[x] = Source(base_x, x_from_y, x_theta, x_scale);
+      ys[x] = Source(base_x, y_from_y, y_theta, y_scale);
+    }
   }
 
  private:
+  // base_x * theta[0] + base_y * theta[1] + theta[2], left to right, with
+  // from_y = base_y * theta[1] (the same for a whole row); unnormalized.
+  PIPELINE_SIMD_INLINE static float Source(float base_x, float from_y, const float* theta,
+                                            float half_size) {
+    return Unnormalize(base_x * theta[0] + from_y + theta[2], half_size);
+  }
+
   float x_theta_[3];
   float y_theta_[3];
   float x_start_, y_start_, x_scale_, y_scale_;
@@ -174,26 +204,96 @@ void WarpT(const Image& in, Image& out, const SourceGrid& grid, const Warp& warp
   }
 }
 
-// Nearest on u8, the common case (rotate, TrivialAugment, RandAugment): a
-// pixel's one tap has weight 1 and coverage 1, so it is the source pixel's
-// bytes, or the fill (0 without one) outside the source, exactly what
-// WarpT computes, without its float round trip per channel.
+// std::nearbyint (half to even, the default rounding mode) for the
+// nearest tap, in two adds that vectorize: exact for |v| < 2^22, and v is
+// clamped into that range first (WarpAffine sends larger images to WarpT).
+constexpr float kMaxRoundable = 4194304.0f;
+PIPELINE_SIMD_INLINE int RoundToInt(float v) {
+  v = std::min(std::max(v, -kMaxRoundable), kMaxRoundable);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  return static_cast<int>((v + kRound) - kRound);
+}
+
+// Output row y's nearest source pixels (x, y), rounded; the baseline and
+// AVX2 builds of the loops (pipeline/util/simd.h) give the same values.
+struct NearestRow {
+  explicit NearestRow(int width) : x_source(width), y_source(width), xs(width), ys(width) {}
+  std::vector<float> x_source, y_source;
+  std::vector<int> xs, ys;
+};
+
+PIPELINE_SIMD_INLINE void FindNearestT(const SourceGrid& grid, int y, NearestRow& row) {
+  const int width = static_cast<int>(row.xs.size());
+  grid.Row(y, width, row.x_source.data(), row.y_source.data());
+  const float* x_source = row.x_source.data();
+  const float* y_source = row.y_source.data();
+  int* xs = row.xs.data();
+  int* ys = row.ys.data();
+  for (int x = 0; x < width; ++x) {
+    xs[x] = RoundToInt(x_source[x]);
+    ys[x] = RoundToInt(y_source[x]);
+  }
+}
+
+void FindNearestBaseline(const SourceGrid& grid, int y, NearestRow& row) {
+  FindNearestT(grid, y, row);
+}
+
+PIPELINE_TARGET_AVX2 void FindNearestAvx2(const SourceGrid& grid, int y, NearestRow& row) {
+  FindNearestT(grid, y, row);
+}
+
+// Copies one output row of nearest taps: runs of pixels that read
+// consecutive pixels of one source row are one memcpy (whole rows for
+// shifts, several pixels at a time for small rotations), runs outside the
+// source get `outside` (one pixel's bytes, repeated). Returns the end of
+// the row in `dst`.
+uint8_t* CopyNearestRow(const Image& in, const NearestRow& row,
+                        const std::vector<uint8_t>& outside, uint8_t* dst) {
+  const std::vector<int>& xs = row.xs;
+  const std::vector<int>& ys = row.ys;
+  const int c = in.channels, n = static_cast<int>(xs.size());
+  auto inside = [&](int x) {
+    return xs[x] >= 0 && xs[x] < in.width && ys[x] >= 0 && ys[x] < in.height;
+  };
+  for (int x = 0; x < n;) {
+    int end = x + 1;
+    if (inside(x)) {
+      while (end < n && inside(end) && ys[end] == ys[x] && xs[end] == xs[end - 1] + 1) ++end;
+      const size_t from = (static_cast<size_t>(ys[x]) * in.width + xs[x]) * c;
+      std::memcpy(dst, in.u8.data() + from, static_cast<size_t>(end - x) * c);
+      dst += static_cast<size_t>(end - x) * c;
+    } else {
+      while (end < n && !inside(end)) ++end;
+      for (int i = x; i < end; ++i) {
+        for (int ch = 0; ch < c; ++ch) *dst++ = outside[ch];
+      }
+    }
+    x = end;
+  }
+  return dst;
+}
+
+// Nearest on u8, the common case (rotate, affine, TrivialAugment,
+// RandAugment): a pixel's one tap has weight 1 and coverage 1, so it is the
+// source pixel's bytes, or the fill (0 without one) outside the source,
+// exactly what WarpT computes, without its float round trip per channel.
 void WarpNearestU8(const Image& in, Image& out, const SourceGrid& grid, const Warp& warp) {
   const int c = in.channels;
   std::vector<uint8_t> outside(c, 0);
   for (int ch = 0; ch < c && !warp.fill.empty(); ++ch) {
     outside[ch] = FromFloat<uint8_t>(warp.fill[warp.fill.size() == 1 ? 0 : ch]);
   }
-  const uint8_t* src = in.u8.data();
+  NearestRow row(out.width);
+  const bool avx2 = UseAvx2();
   uint8_t* dst = out.u8.data();
   for (int y = 0; y < out.height; ++y) {
-    for (int x = 0; x < out.width; ++x, dst += c) {
-      const auto [sx, sy] = grid.At(x, y);
-      const int64_t index =
-          IndexOrOutside(std::nearbyint(sx), std::nearbyint(sy), in.height, in.width);
-      const uint8_t* from = index >= 0 ? src + index * c : outside.data();
-      for (int ch = 0; ch < c; ++ch) dst[ch] = from[ch];
+    if (avx2) {
+      FindNearestAvx2(grid, y, row);
+    } else {
+      FindNearestBaseline(grid, y, row);
     }
+    dst = CopyNearestRow(in, row, outside, dst);
   }
 }
 
@@ -293,7 +393,8 @@ absl::StatusOr<Image> WarpAffine(const Image& image, const AffineMatrix& matrix,
     WarpT<float>(image, out, grid, warp);
   } else {
     out.u8.resize(count);
-    if (warp.interpolation == Interpolation::kNearest) {
+    if (warp.interpolation == Interpolation::kNearest && image.height < kMaxRoundable / 2 &&
+        image.width < kMaxRoundable / 2) {
       WarpNearestU8(image, out, grid, warp);
     } else {
       WarpT<uint8_t>(image, out, grid, warp);

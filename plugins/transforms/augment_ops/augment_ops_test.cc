@@ -1,13 +1,16 @@
 #include "plugins/transforms/augment_ops/augment_ops.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "pipeline/image/test_images.h"
+#include "pipeline/util/simd.h"
 #include "plugins/transforms/augment_ops/affine.h"
 #include "plugins/transforms/augment_ops/color_ops.h"
 #include "plugins/transforms/pad/torchvision_fixture.h"
@@ -193,6 +196,100 @@ TEST(AugmentOpsTest, OpsLeaveSmallAndConstantImagesAsTorchvisionDoes) {
   augment_ops::AutoContrast(flat);
   augment_ops::Equalize(flat);
   EXPECT_EQ(flat.u8, std::vector<uint8_t>(9, 77));
+}
+
+// The nearest u8 warp as torch computes it, pixel by pixel: the grid's
+// float32 products and sums, grid_sample's fused unnormalization, round half
+// to even, then the source pixel or the fill. WarpAffine computes it by rows,
+// without library calls, copying runs; it must give the same bytes.
+Image ReferenceNearestWarp(const Image& in, const augment_ops::AffineMatrix& m, int out_h,
+                           int out_w, const std::vector<float>& fill) {
+  Image out = testing::U8Image(out_h, out_w, in.channels,
+                               std::vector<uint8_t>(size_t(out_h) * out_w * in.channels));
+  const float half_w = static_cast<float>(0.5 * in.width);
+  const float half_h = static_cast<float>(0.5 * in.height);
+  for (int y = 0; y < out_h; ++y) {
+    for (int x = 0; x < out_w; ++x) {
+      const float bx = static_cast<float>(-out_w * 0.5 + 0.5) + x;
+      const float by = static_cast<float>(-out_h * 0.5 + 0.5) + y;
+      float gx = bx * (static_cast<float>(m[0]) / half_w);
+      gx = gx + by * (static_cast<float>(m[1]) / half_w);
+      gx = gx + static_cast<float>(m[2]) / half_w;
+      float gy = bx * (static_cast<float>(m[3]) / half_h);
+      gy = gy + by * (static_cast<float>(m[4]) / half_h);
+      gy = gy + static_cast<float>(m[5]) / half_h;
+      const float sx = std::nearbyint(std::fma(gx + 1.0f, static_cast<float>(in.width) / 2, -0.5f));
+      const float sy = std::nearbyint(std::fma(gy + 1.0f, static_cast<float>(in.height) / 2, -0.5f));
+      const bool inside = sx >= 0 && sx < in.width && sy >= 0 && sy < in.height;
+      for (int ch = 0; ch < in.channels; ++ch) {
+        const float f = fill.empty() ? 0.0f : fill[fill.size() == 1 ? 0 : ch];
+        out.u8[(size_t(y) * out_w + x) * in.channels + ch] =
+            inside ? in.u8[(size_t(sy) * in.width + size_t(sx)) * in.channels + ch]
+                   : static_cast<uint8_t>(std::nearbyint(f));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(AugmentOpsTest, NearestU8WarpsGiveTorchsTapsPixelForPixel) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int h = 1 + rng() % 64, w = 1 + rng() % 64, c = trial % 3 == 0 ? 1 : 3;
+    const double angle = 3.2 * unit(rng), scale = 0.5 + std::abs(unit(rng));
+    augment_ops::AffineMatrix m = {std::cos(angle) / scale, -std::sin(angle) / scale + 0.3 * unit(rng),
+                                   w * unit(rng), std::sin(angle) / scale,
+                                   std::cos(angle) / scale, h * unit(rng)};
+    // Whole-pixel shifts (rows copied as runs), half-pixel shifts (ties to
+    // even), and shifts far outside the image.
+    if (trial % 5 == 1) m = {1, 0, std::round(10 * unit(rng)), 0, 1, std::round(10 * unit(rng))};
+    if (trial % 5 == 2) m = {1, 0, 0.5 + std::round(5 * unit(rng)), 0, 1, 0.5};
+    if (trial % 5 == 3) m = {1, 0, 1e9 * unit(rng), 0, 1, 1e7 * unit(rng)};
+    const std::vector<float> fill = trial % 2 ? std::vector<float>{} : std::vector<float>{200};
+    std::vector<uint8_t> pixels(size_t(h) * w * c);
+    for (uint8_t& v : pixels) v = static_cast<uint8_t>(rng());
+    const Image in = testing::U8Image(h, w, c, pixels);
+    const int out_h = h + trial % 3, out_w = w + trial % 4;  // expand=True's larger canvas
+    const Image reference = ReferenceNearestWarp(in, m, out_h, out_w, fill);
+    // Both builds of the row loops (AVX2 only where the CPU has it).
+    for (SimdLevel level : {SimdLevel::kBaseline, SimdLevel::kAvx2}) {
+      SetSimdLevelForTesting(level);
+      const absl::StatusOr<Image> out =
+          augment_ops::WarpAffine(in, m, out_h, out_w, Nearest(fill));
+      ASSERT_TRUE(out.ok()) << out.status();
+      ASSERT_EQ(out->u8, reference.u8) << "trial " << trial << ", " << h << "x" << w << "x" << c
+                                       << ", " << SimdLevelName(ActiveSimdLevel());
+    }
+  }
+}
+
+TEST(AugmentOpsTest, SharpnessSmoothsAsTorchsFloatKernelRounds) {
+  // Factor 0 returns the smoothed image itself; each inner value must be
+  // the float32 3x3 sum (1/13 and 5/13 weights) rounded half to even.
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int h = 3 + rng() % 20, w = 3 + rng() % 20, c = trial % 2 ? 3 : 1;
+    std::vector<uint8_t> pixels(size_t(h) * w * c);
+    for (uint8_t& v : pixels) v = trial % 5 == 0 ? 255 * (rng() % 2) : static_cast<uint8_t>(rng());
+    Image image = testing::U8Image(h, w, c, pixels);
+    augment_ops::AdjustSharpness(image, 0.0);
+    for (int y = 1; y + 1 < h; ++y) {
+      for (int x = 1; x + 1 < w; ++x) {
+        for (int ch = 0; ch < c; ++ch) {
+          float sum = 0;
+          for (int dy = -1; dy <= 1; ++dy) {
+            for (int dx = -1; dx <= 1; ++dx) {
+              const float weight = dx == 0 && dy == 0 ? 5.0f / 13.0f : 1.0f / 13.0f;
+              sum += static_cast<float>(pixels[(size_t(y + dy) * w + x + dx) * c + ch]) * weight;
+            }
+          }
+          ASSERT_EQ(image.u8[(size_t(y) * w + x) * c + ch], std::nearbyint(sum))
+              << "trial " << trial << " at " << y << "," << x << "," << ch;
+        }
+      }
+    }
+  }
 }
 
 TEST(AugmentOpsTest, RefusesWhatTorchvisionRefuses) {
