@@ -292,6 +292,21 @@ TEST(AugmentOpsTest, SharpnessSmoothsAsTorchsFloatKernelRounds) {
   }
 }
 
+TEST(AugmentOpsTest, SolarizeInvertsValuesAtOrAboveAnyThreshold) {
+  // img >= threshold on the float value, for thresholds between, on and
+  // outside the integers.
+  std::vector<uint8_t> all(256);
+  for (int v = 0; v < 256; ++v) all[v] = static_cast<uint8_t>(v);
+  for (double threshold : {-3.0, 0.0, 0.5, 42.0, 127.5, 128.0, 254.01, 255.0}) {
+    Image image = testing::U8Image(16, 16, 1, all);
+    augment_ops::Solarize(image, threshold);
+    for (int v = 0; v < 256; ++v) {
+      EXPECT_EQ(image.u8[v], static_cast<float>(v) >= static_cast<float>(threshold) ? 255 - v : v)
+          << "threshold " << threshold << ", value " << v;
+    }
+  }
+}
+
 TEST(AugmentOpsTest, RefusesWhatTorchvisionRefuses) {
   Image f32 = testing::F32Image(2, 2, 1, {0, 0.5f, 1, 0.25f});
   EXPECT_EQ(augment_ops::ApplyOp(f32, {Op::kEqualize, 0}, Nearest()).message(),

@@ -36,10 +36,31 @@ std::vector<uint8_t> Smoothed(const Image& image) {
   return out;
 }
 
-// The values of channel `ch`, in pixel order.
-template <typename Fn>
-void ForChannel(Image& image, int ch, Fn&& fn) {
-  for (size_t i = ch; i < image.u8.size(); i += image.channels) fn(image.u8[i]);
+// One 256-entry table per channel, a u8 -> u8 map.
+using ChannelTables = std::vector<std::array<uint8_t, 256>>;
+
+// Maps every value through its channel's table, in one pass.
+void ApplyTables(Image& image, const ChannelTables& tables) {
+  const int c = image.channels;
+  uint8_t* v = image.u8.data();
+  const size_t n = image.u8.size();
+  if (c == 1) {
+    for (size_t i = 0; i < n; ++i) v[i] = tables[0][v[i]];
+    return;
+  }
+  for (size_t i = 0; i < n; i += c) {
+    for (int ch = 0; ch < c; ++ch) v[i + ch] = tables[ch][v[i + ch]];
+  }
+}
+
+// Each channel's histogram, in one pass.
+std::vector<std::array<int64_t, 256>> Histograms(const Image& image) {
+  const int c = image.channels;
+  std::vector<std::array<int64_t, 256>> hist(c, std::array<int64_t, 256>{});
+  for (size_t i = 0; i < image.u8.size(); i += c) {
+    for (int ch = 0; ch < c; ++ch) ++hist[ch][image.u8[i + ch]];
+  }
+  return hist;
 }
 
 // _scale_channel's lookup table, or none (an empty table) when its step is 0.
@@ -83,20 +104,24 @@ void Posterize(Image& image, int bits) {
 }
 
 void Solarize(Image& image, double threshold) {
+  // float(v) >= t for a u8 v is v >= ceil(t): an integer compare, branch
+  // free, that vectorizes.
   const float t = static_cast<float>(threshold);
-  for (uint8_t& v : image.u8) {
-    if (static_cast<float>(v) >= t) v = static_cast<uint8_t>(255 - v);
-  }
+  if (t > 255.0f) return;
+  const uint8_t first = t <= 0.0f ? 0 : static_cast<uint8_t>(std::ceil(t));
+  for (uint8_t& v : image.u8) v = v >= first ? static_cast<uint8_t>(255 - v) : v;
 }
 
 void AutoContrast(Image& image) {
+  // A histogram gives each channel's min and max; the map per value
+  // becomes a table.
+  const std::vector<std::array<int64_t, 256>> hist = Histograms(image);
+  ChannelTables tables(image.channels);
   for (int ch = 0; ch < image.channels; ++ch) {
-    uint8_t lo = 255, hi = 0;
-    ForChannel(image, ch, [&](uint8_t& v) {
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
-    });
-    float minimum = lo;
+    int lo = 0, hi = 255;
+    while (lo < 255 && hist[ch][lo] == 0) ++lo;
+    while (hi > 0 && hist[ch][hi] == 0) --hi;
+    float minimum = static_cast<float>(lo);
     // bound / tensor is Tensor.__rtruediv__: reciprocal() * bound.
     float scale = (1.0f / (static_cast<float>(hi) - minimum)) * 255.0f;
     // A constant channel: torchvision replaces the infinite scale.
@@ -104,20 +129,21 @@ void AutoContrast(Image& image) {
       minimum = 0;
       scale = 1;
     }
-    ForChannel(image, ch, [&](uint8_t& v) {
-      v = Truncate((static_cast<float>(v) - minimum) * scale);
-    });
+    for (int v = 0; v < 256; ++v) {
+      tables[ch][v] = Truncate((static_cast<float>(v) - minimum) * scale);
+    }
   }
+  ApplyTables(image, tables);
 }
 
 void Equalize(Image& image) {
+  const std::vector<std::array<int64_t, 256>> hist = Histograms(image);
+  ChannelTables tables(image.channels);
   for (int ch = 0; ch < image.channels; ++ch) {
-    std::array<int64_t, 256> hist{};
-    ForChannel(image, ch, [&](uint8_t& v) { ++hist[v]; });
-    const std::vector<uint8_t> table = EqualizeTable(hist);
-    if (table.empty()) continue;
-    ForChannel(image, ch, [&](uint8_t& v) { v = table[v]; });
+    const std::vector<uint8_t> table = EqualizeTable(hist[ch]);
+    for (int v = 0; v < 256; ++v) tables[ch][v] = table.empty() ? v : table[v];
   }
+  ApplyTables(image, tables);
 }
 
 }  // namespace augment_ops
