@@ -91,9 +91,13 @@ void AdjustSharpness(Image& image, double factor) {
   // _blend: ratio * img + (1 - ratio) * smoothed, float32, truncated.
   const float ratio = static_cast<float>(factor);
   const float rest = static_cast<float>(1.0 - factor);
-  for (size_t i = 0; i < image.u8.size(); ++i) {
-    image.u8[i] = Truncate(ratio * static_cast<float>(image.u8[i]) +
-                           rest * static_cast<float>(smoothed[i]));
+  // Pointers and count as locals: a u8 store may alias the vector's own
+  // fields, which would keep the loop from vectorizing.
+  uint8_t* values = image.u8.data();
+  const uint8_t* smooth = smoothed.data();
+  const size_t n = image.u8.size();
+  for (size_t i = 0; i < n; ++i) {
+    values[i] = Truncate(ratio * static_cast<float>(values[i]) + rest * static_cast<float>(smooth[i]));
   }
 }
 

@@ -16,6 +16,7 @@
 #include "plugins/transforms/color_jitter/color_jitter.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -58,30 +59,48 @@ T Gray(T r, T g, T b) {
   return static_cast<T>(l);
 }
 
+// Blend(v, b, ...) for every value; u8 values through a table of the 256
+// results (the same arithmetic, once per possible value: a lookup is
+// cheaper than the float round trip).
+template <typename T>
+void BlendAll(std::vector<T>& pixels, float b, float ratio, float one_minus_ratio) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    std::array<uint8_t, 256> table;
+    for (int v = 0; v < 256; ++v) {
+      table[v] = Blend<uint8_t>(static_cast<uint8_t>(v), b, ratio, one_minus_ratio);
+    }
+    for (uint8_t& v : pixels) v = table[v];
+  } else {
+    for (T& v : pixels) v = Blend<T>(v, b, ratio, one_minus_ratio);
+  }
+}
+
 template <typename T>
 void BrightnessT(std::vector<T>& pixels, double factor) {
   const float ratio = static_cast<float>(factor);
   const float rest = static_cast<float>(1.0 - factor);
-  for (T& v : pixels) v = Blend<T>(v, 0.0f, ratio, rest);
+  BlendAll(pixels, 0.0f, ratio, rest);
 }
 
 template <typename T>
 void ContrastT(Image& image, std::vector<T>& pixels, double factor) {
   // The mean of the gray image (the image itself for 1 channel), as float32.
-  // u8 grays are integers, summed exactly.
+  // u8 grays are integers, summed exactly (in integers, which vectorize).
+  using Sum = std::conditional_t<std::is_same_v<T, uint8_t>, int64_t, double>;
   const size_t n = image.pixel_count();
-  double sum = 0;
+  const T* values = pixels.data();
+  Sum sum = 0;
   if (image.channels == 3) {
     for (size_t p = 0; p < n; ++p) {
-      sum += static_cast<double>(Gray<T>(pixels[3 * p], pixels[3 * p + 1], pixels[3 * p + 2]));
+      sum += static_cast<Sum>(Gray<T>(values[3 * p], values[3 * p + 1], values[3 * p + 2]));
     }
   } else {
-    for (size_t p = 0; p < n; ++p) sum += static_cast<double>(pixels[p]);
+    for (size_t p = 0; p < n; ++p) sum += static_cast<Sum>(values[p]);
   }
   const float mean = static_cast<float>(sum) / static_cast<float>(n);
   const float ratio = static_cast<float>(factor);
   const float rest = static_cast<float>(1.0 - factor);
-  for (T& v : pixels) v = Blend<T>(v, mean, ratio, rest);
+  BlendAll(pixels, mean, ratio, rest);
 }
 
 template <typename T>
