@@ -1,5 +1,6 @@
 #include "plugins/transforms/pad/padding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -55,24 +56,51 @@ std::vector<int> SourceIndices(int size, int before, int after, PaddingMode mode
   return indices;
 }
 
+// A run of output columns that read consecutive source columns from
+// `source` on (or the fill, source kFill).
+struct Segment {
+  int source;
+  int length;
+};
+
+std::vector<Segment> ColumnSegments(const std::vector<int>& cols) {
+  std::vector<Segment> segments;
+  for (int source : cols) {
+    if (!segments.empty()) {
+      Segment& last = segments.back();
+      const bool extends = source == kFill ? last.source == kFill
+                                           : last.source != kFill && source == last.source + last.length;
+      if (extends) {
+        ++last.length;
+        continue;
+      }
+    }
+    segments.push_back({source, 1});
+  }
+  return segments;
+}
+
+// Each output row copies its source row's segments whole (the interior is
+// one copy; reflected borders are one pixel each).
 template <typename T>
 void PadT(const Image& in, const std::vector<int>& rows, const std::vector<int>& cols, T fill,
           Image& out) {
   const std::vector<T>& src = image_ops::Pixels<T>(const_cast<Image&>(in));
   std::vector<T>& dst = image_ops::Pixels<T>(out);
-  const int c = in.channels;
+  const size_t c = in.channels;
   dst.resize(static_cast<size_t>(out.height) * out.width * c);
-  size_t k = 0;
+  const std::vector<Segment> segments = ColumnSegments(cols);
+  T* to = dst.data();
   for (int y = 0; y < out.height; ++y) {
     const int sy = rows[y];
-    for (int x = 0; x < out.width; ++x) {
-      const int sx = cols[x];
-      if (sy == kFill || sx == kFill) {
-        for (int ch = 0; ch < c; ++ch) dst[k++] = fill;
+    for (const Segment& segment : segments) {
+      const size_t count = segment.length * c;
+      if (sy == kFill || segment.source == kFill) {
+        std::fill_n(to, count, fill);
       } else {
-        const size_t from = (static_cast<size_t>(sy) * in.width + sx) * c;
-        for (int ch = 0; ch < c; ++ch) dst[k++] = src[from + ch];
+        std::copy_n(&src[(static_cast<size_t>(sy) * in.width + segment.source) * c], count, to);
       }
+      to += count;
     }
   }
 }
