@@ -13,8 +13,7 @@ using ::pipeline::testing::U8Image;
 using ::testing::ElementsAre;
 
 std::string Config(const std::string& options) {
-  return "name: \"center_crop\" options { [type.googleapis.com/pipeline.CenterCropOptions] { " +
-         options + " } }";
+  return testing::PluginText("center_crop", "CenterCropOptions", options);
 }
 
 Image Apply(const std::string& options, Image image) {
@@ -28,8 +27,7 @@ Image Apply(const std::string& options, Image image) {
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(
-      Registry<Transform>::Global().Validate(testing::ParsePluginConfig(Config(options))).message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TEST(CenterCropTest, OffsetsRoundHalfToEvenLikeTorchvision) {

@@ -22,15 +22,11 @@ using ::pipeline::testing::TorchvisionFixture;
 constexpr char kTestdata[] = "plugins/transforms/color_jitter/testdata/torchvision_";
 
 std::string Config(const std::string& options) {
-  return "name: \"color_jitter\" options { "
-         "[type.googleapis.com/pipeline.ColorJitterOptions] { " +
-         options + " } }";
+  return testing::PluginText("color_jitter", "ColorJitterOptions", options);
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TorchvisionFixture Fixture(const std::string& name) {

@@ -17,15 +17,11 @@ namespace {
 constexpr char kTestdata[] = "plugins/transforms/gaussian_blur/testdata/torchvision_";
 
 std::string Config(const std::string& options) {
-  return "name: \"gaussian_blur\" options { "
-         "[type.googleapis.com/pipeline.GaussianBlurOptions] { " +
-         options + " } }";
+  return testing::PluginText("gaussian_blur", "GaussianBlurOptions", options);
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TEST(GaussianBlurTest, MatchesTorchvisionForTheSameSigma) {

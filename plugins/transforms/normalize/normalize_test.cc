@@ -13,14 +13,11 @@ using ::testing::ElementsAre;
 using ::testing::FloatEq;
 
 std::string Config(const std::string& options) {
-  return "name: \"normalize\" options { [type.googleapis.com/pipeline.NormalizeOptions] { " +
-         options + " } }";
+  return testing::PluginText("normalize", "NormalizeOptions", options);
 }
 
 std::unique_ptr<Transform> Make(const std::string& options) {
-  auto transform = testing::CreatePlugin<Transform>(Config(options));
-  EXPECT_TRUE(transform.ok()) << transform.status();
-  return transform.ok() ? *std::move(transform) : nullptr;
+  return testing::MakePluginOrFail<Transform>(Config(options));
 }
 
 absl::Status Apply(const std::string& options, Image& image) {
@@ -29,8 +26,7 @@ absl::Status Apply(const std::string& options, Image& image) {
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(
-      Registry<Transform>::Global().Validate(testing::ParsePluginConfig(Config(options))).message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TEST(NormalizeTest, PerChannelMeanAndStd) {

@@ -21,8 +21,7 @@ using ::testing::ElementsAre;
 constexpr char kTestdata[] = "plugins/transforms/pad/testdata/";
 
 std::string Config(const std::string& options) {
-  return "name: \"pad\" options { [type.googleapis.com/pipeline.PadOptions] { " + options +
-         " } }";
+  return testing::PluginText("pad", "PadOptions", options);
 }
 
 absl::StatusOr<Image> Apply(const std::string& options, Image image) {
@@ -35,9 +34,7 @@ absl::StatusOr<Image> Apply(const std::string& options, Image image) {
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TEST(PadTest, MatchesTorchvisionPixelForPixel) {

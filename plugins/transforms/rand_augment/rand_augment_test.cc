@@ -23,15 +23,11 @@ using ::pipeline::testing::TorchvisionFixture;
 constexpr char kTestdata[] = "plugins/transforms/rand_augment/testdata/torchvision_";
 
 std::string Config(const std::string& options) {
-  return "name: \"rand_augment\" options { "
-         "[type.googleapis.com/pipeline.RandAugmentOptions] { " +
-         options + " } }";
+  return testing::PluginText("rand_augment", "RandAugmentOptions", options);
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 // torch.randint values as forward() consumes them: per op its index, then

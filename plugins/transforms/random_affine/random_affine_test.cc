@@ -22,15 +22,11 @@ using ::pipeline::testing::TorchvisionFixture;
 constexpr char kTestdata[] = "plugins/transforms/random_affine/testdata/torchvision_";
 
 std::string Config(const std::string& options) {
-  return "name: \"random_affine\" options { "
-         "[type.googleapis.com/pipeline.RandomAffineOptions] { " +
-         options + " } }";
+  return testing::PluginText("random_affine", "RandomAffineOptions", options);
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 Settings Make(Interpolation interpolation, std::vector<float> fill,

@@ -22,14 +22,11 @@ using ::pipeline::random_crop::Settings;
 constexpr char kTestdata[] = "plugins/transforms/random_crop/testdata/";
 
 std::string Config(const std::string& options) {
-  return "name: \"random_crop\" options { [type.googleapis.com/pipeline.RandomCropOptions] { " +
-         options + " } }";
+  return testing::PluginText("random_crop", "RandomCropOptions", options);
 }
 
 std::unique_ptr<Transform> Make(const std::string& options) {
-  auto transform = testing::CreatePlugin<Transform>(Config(options));
-  EXPECT_TRUE(transform.ok()) << transform.status();
-  return transform.ok() ? *std::move(transform) : nullptr;
+  return testing::MakePluginOrFail<Transform>(Config(options));
 }
 
 absl::StatusOr<Image> Apply(const Transform& transform, Image image, uint64_t seed = 1) {
@@ -40,9 +37,7 @@ absl::StatusOr<Image> Apply(const Transform& transform, Image image, uint64_t se
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TEST(RandomCropTest, MatchesTorchvisionForTheSameCropPlace) {

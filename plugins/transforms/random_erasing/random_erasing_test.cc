@@ -19,15 +19,11 @@ using ::pipeline::random_erasing::Settings;
 constexpr char kTestdata[] = "plugins/transforms/random_erasing/testdata/torchvision_";
 
 std::string Config(const std::string& options) {
-  return "name: \"random_erasing\" options { "
-         "[type.googleapis.com/pipeline.RandomErasingOptions] { " +
-         options + " } }";
+  return testing::PluginText("random_erasing", "RandomErasingOptions", options);
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TEST(RandomErasingTest, EraseMatchesTorchvision) {

@@ -7,49 +7,39 @@
 #include "pipeline/image/test_images.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/transform_test_util.h"
 
 namespace pipeline {
 namespace {
 
+using ::pipeline::testing::ApplyOrFail;
 using ::pipeline::testing::CountingU8Image;
 using ::pipeline::testing::F32Image;
 using ::testing::Each;
 using ::testing::ElementsAre;
 
 std::string Config(const std::string& options) {
-  return "name: \"random_resized_crop\" options { "
-         "[type.googleapis.com/pipeline.RandomResizedCropOptions] { " +
-         options + " } }";
+  return testing::PluginText("random_resized_crop", "RandomResizedCropOptions", options);
 }
 
 std::unique_ptr<Transform> Make(const std::string& options) {
-  auto transform = testing::CreatePlugin<Transform>(Config(options));
-  EXPECT_TRUE(transform.ok()) << transform.status();
-  return transform.ok() ? *std::move(transform) : nullptr;
-}
-
-Image Apply(const Transform& transform, Image image, uint64_t seed = 1) {
-  SampleRandom random(seed, 0, 0);
-  const absl::Status status = transform.Apply(image, random);
-  EXPECT_TRUE(status.ok()) << status;
-  return image;
+  return testing::MakePluginOrFail<Transform>(Config(options));
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(
-      Registry<Transform>::Global().Validate(testing::ParsePluginConfig(Config(options))).message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 TEST(RandomResizedCropTest, OutputHasTheRequestedSizeChannelsAndType) {
   auto square = Make("size: 3");
   auto exact = Make("height: 2 width: 5");
   for (uint64_t seed = 0; seed < 20; ++seed) {
-    const Image a = Apply(*square, CountingU8Image(7, 11, 3), seed);
+    const Image a = ApplyOrFail(*square, CountingU8Image(7, 11, 3), seed);
     EXPECT_EQ(a.height, 3);
     EXPECT_EQ(a.width, 3);
     EXPECT_EQ(a.channels, 3);
     EXPECT_EQ(a.u8.size(), 27u);
-    const Image b = Apply(*exact, F32Image(6, 4, 1, std::vector<float>(24, 0.5f)), seed);
+    const Image b = ApplyOrFail(*exact, F32Image(6, 4, 1, std::vector<float>(24, 0.5f)), seed);
     EXPECT_EQ(b.height, 2);
     EXPECT_EQ(b.width, 5);
     EXPECT_TRUE(b.u8.empty());
@@ -64,7 +54,7 @@ TEST(RandomResizedCropTest, OutputIsAWindowOfTheSource) {
   const Image source = CountingU8Image(8, 8, 1);
   std::set<std::pair<int, int>> origins;
   for (uint64_t seed = 0; seed < 50; ++seed) {
-    const Image out = Apply(*crop, source, seed);
+    const Image out = ApplyOrFail(*crop, source, seed);
     ASSERT_EQ(out.u8.size(), 16u);
     const int top = out.u8[0] / 8;
     const int left = out.u8[0] % 8;
@@ -84,7 +74,7 @@ TEST(RandomResizedCropTest, ResizesOnlyTheCrop) {
   auto crop = Make("size: 7 scale_min: 0.25 scale_max: 0.25 ratio_min: 1 ratio_max: 1");
   const Image source = CountingU8Image(6, 6, 2);
   for (uint64_t seed = 0; seed < 20; ++seed) {
-    const Image out = Apply(*crop, source, seed);
+    const Image out = ApplyOrFail(*crop, source, seed);
     bool matched = false;
     for (int top = 0; top <= 3 && !matched; ++top) {
       for (int left = 0; left <= 3 && !matched; ++left) {
@@ -105,7 +95,7 @@ TEST(RandomResizedCropTest, NearestPixelsComeFromOneRectangleOfTheSource) {
   // both increasing.
   auto crop = Make("size: 6 interpolation: NEAREST");
   for (uint64_t seed = 0; seed < 30; ++seed) {
-    const Image out = Apply(*crop, CountingU8Image(10, 10, 1), seed);
+    const Image out = ApplyOrFail(*crop, CountingU8Image(10, 10, 1), seed);
     for (int y = 0; y < 6; ++y) {
       for (int x = 0; x < 6; ++x) {
         const int v = out.u8[y * 6 + x];
@@ -126,14 +116,14 @@ TEST(RandomResizedCropTest, FallsBackToTheCentralCropOfTheNearestRatio) {
   // Area 1 at ratio 2 never fits a 4x4 image, so after 10 attempts the crop
   // is the central 2x4 (ratio 2) band; at ratio 1/2 the central 4x2 one.
   const Image source = CountingU8Image(4, 4, 1);
-  EXPECT_THAT(Apply(*Make("height: 2 width: 4 scale_min: 1 scale_max: 1 ratio_min: 2 "
-                          "ratio_max: 2"),
-                    source)
+  EXPECT_THAT(ApplyOrFail(*Make("height: 2 width: 4 scale_min: 1 scale_max: 1 ratio_min: 2 "
+                                "ratio_max: 2"),
+                          source)
                   .u8,
               ElementsAre(4, 5, 6, 7, 8, 9, 10, 11));
-  EXPECT_THAT(Apply(*Make("height: 4 width: 2 scale_min: 1 scale_max: 1 ratio_min: 0.5 "
-                          "ratio_max: 0.5"),
-                    source)
+  EXPECT_THAT(ApplyOrFail(*Make("height: 4 width: 2 scale_min: 1 scale_max: 1 ratio_min: 0.5 "
+                                "ratio_max: 0.5"),
+                          source)
                   .u8,
               ElementsAre(1, 2, 5, 6, 9, 10, 13, 14));
 }
@@ -142,17 +132,17 @@ TEST(RandomResizedCropTest, WholeImageWhenScaleAndRatioAllowOnlyThat) {
   const Image source = CountingU8Image(5, 5, 3);
   auto expected = image_ops::Resize(source, 3, 3, image_ops::Interpolation::kBilinear);
   ASSERT_TRUE(expected.ok());
-  EXPECT_EQ(Apply(*Make("size: 3 scale_min: 1 scale_max: 1 ratio_min: 1 ratio_max: 1"), source)
-                .u8,
-            expected->u8);
+  EXPECT_EQ(
+      ApplyOrFail(*Make("size: 3 scale_min: 1 scale_max: 1 ratio_min: 1 ratio_max: 1"), source).u8,
+      expected->u8);
 }
 
 TEST(RandomResizedCropTest, SameSeedSameCropOtherSeedsDiffer) {
   auto crop = Make("size: 5");
   const Image source = CountingU8Image(16, 16, 1);
-  EXPECT_EQ(Apply(*crop, source, 7).u8, Apply(*crop, source, 7).u8);
+  EXPECT_EQ(ApplyOrFail(*crop, source, 7).u8, ApplyOrFail(*crop, source, 7).u8);
   std::set<std::vector<uint8_t>> outputs;
-  for (uint64_t seed = 0; seed < 20; ++seed) outputs.insert(Apply(*crop, source, seed).u8);
+  for (uint64_t seed = 0; seed < 20; ++seed) outputs.insert(ApplyOrFail(*crop, source, seed).u8);
   EXPECT_GT(outputs.size(), 10u);
 }
 

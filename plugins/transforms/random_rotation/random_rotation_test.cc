@@ -19,15 +19,11 @@ using ::pipeline::testing::TorchvisionFixture;
 constexpr char kTestdata[] = "plugins/transforms/random_rotation/testdata/torchvision_";
 
 std::string Config(const std::string& options) {
-  return "name: \"random_rotation\" options { "
-         "[type.googleapis.com/pipeline.RandomRotationOptions] { " +
-         options + " } }";
+  return testing::PluginText("random_rotation", "RandomRotationOptions", options);
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 Settings Make(Interpolation interpolation, bool expand, std::vector<float> fill,

@@ -5,51 +5,42 @@
 #include "pipeline/image/test_images.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/transform_test_util.h"
 
 namespace pipeline {
 namespace {
 
+using ::pipeline::testing::ApplyOrFail;
 using ::pipeline::testing::F32Image;
 using ::pipeline::testing::U8Image;
 using ::testing::ElementsAre;
 
 std::string Config(const std::string& options) {
-  return "name: \"random_vertical_flip\" options { "
-         "[type.googleapis.com/pipeline.RandomVerticalFlipOptions] { " +
-         options + " } }";
+  return testing::PluginText("random_vertical_flip", "RandomVerticalFlipOptions", options);
 }
 
 std::unique_ptr<Transform> Make(const std::string& options) {
-  auto transform = testing::CreatePlugin<Transform>(Config(options));
-  EXPECT_TRUE(transform.ok()) << transform.status();
-  return transform.ok() ? *std::move(transform) : nullptr;
-}
-
-Image Apply(const Transform& transform, Image image, uint64_t seed = 1) {
-  SampleRandom random(seed, 0, 0);
-  const absl::Status status = transform.Apply(image, random);
-  EXPECT_TRUE(status.ok()) << status;
-  return image;
+  return testing::MakePluginOrFail<Transform>(Config(options));
 }
 
 TEST(RandomVerticalFlipTest, ProbabilityOneAlwaysMirrors) {
   auto flip = Make("probability: 1");
   for (uint64_t seed = 0; seed < 20; ++seed) {
-    EXPECT_THAT(Apply(*flip, U8Image(2, 4, 1, {1, 2, 3, 4, 5, 6, 7, 8}), seed).u8,
+    EXPECT_THAT(ApplyOrFail(*flip, U8Image(2, 4, 1, {1, 2, 3, 4, 5, 6, 7, 8}), seed).u8,
                 ElementsAre(5, 6, 7, 8, 1, 2, 3, 4));
   }
   // Whole rows move; their pixels and channels keep their order, and the
   // middle row of an odd height stays.
-  EXPECT_THAT(Apply(*flip, F32Image(3, 1, 2, {1, 2, 3, 4, 5, 6})).f32,
+  EXPECT_THAT(ApplyOrFail(*flip, F32Image(3, 1, 2, {1, 2, 3, 4, 5, 6})).f32,
               ElementsAre(5, 6, 3, 4, 1, 2));
-  EXPECT_THAT(Apply(*flip, U8Image(3, 2, 2, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})).u8,
+  EXPECT_THAT(ApplyOrFail(*flip, U8Image(3, 2, 2, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})).u8,
               ElementsAre(9, 10, 11, 12, 5, 6, 7, 8, 1, 2, 3, 4));
 }
 
 TEST(RandomVerticalFlipTest, ProbabilityZeroNeverMirrors) {
   auto flip = Make("probability: 0");
   for (uint64_t seed = 0; seed < 20; ++seed) {
-    EXPECT_THAT(Apply(*flip, U8Image(2, 4, 1, {1, 2, 3, 4, 5, 6, 7, 8}), seed).u8,
+    EXPECT_THAT(ApplyOrFail(*flip, U8Image(2, 4, 1, {1, 2, 3, 4, 5, 6, 7, 8}), seed).u8,
                 ElementsAre(1, 2, 3, 4, 5, 6, 7, 8));
   }
 }
@@ -60,8 +51,8 @@ TEST(RandomVerticalFlipTest, DefaultFlipsAboutHalfDeterministicallyPerSeed) {
   const Image image = U8Image(2, 1, 1, {1, 2});
   int flipped = 0;
   for (uint64_t seed = 0; seed < 1000; ++seed) {
-    const Image out = Apply(**flip, image, seed);
-    EXPECT_EQ(out.u8, Apply(**flip, image, seed).u8);
+    const Image out = ApplyOrFail(**flip, image, seed);
+    EXPECT_EQ(out.u8, ApplyOrFail(**flip, image, seed).u8);
     if (out.u8[0] == 2) ++flipped;
   }
   EXPECT_GT(flipped, 400);

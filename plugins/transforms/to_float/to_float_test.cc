@@ -13,14 +13,11 @@ using ::testing::ElementsAre;
 using ::testing::FloatEq;
 
 std::string Config(const std::string& options) {
-  return "name: \"to_float\" options { [type.googleapis.com/pipeline.ToFloatOptions] { " +
-         options + " } }";
+  return testing::PluginText("to_float", "ToFloatOptions", options);
 }
 
 std::unique_ptr<Transform> Make(const std::string& options) {
-  auto transform = testing::CreatePlugin<Transform>(Config(options));
-  EXPECT_TRUE(transform.ok()) << transform.status();
-  return transform.ok() ? *std::move(transform) : nullptr;
+  return testing::MakePluginOrFail<Transform>(Config(options));
 }
 
 TEST(ToFloatTest, DefaultMapsU8OntoZeroToOne) {

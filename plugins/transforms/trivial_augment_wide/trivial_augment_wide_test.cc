@@ -22,15 +22,11 @@ using ::pipeline::trivial_augment_wide::Draws;
 constexpr char kTestdata[] = "plugins/transforms/trivial_augment_wide/testdata/torchvision_";
 
 std::string Config(const std::string& options) {
-  return "name: \"trivial_augment_wide\" options { "
-         "[type.googleapis.com/pipeline.TrivialAugmentWideOptions] { " +
-         options + " } }";
+  return testing::PluginText("trivial_augment_wide", "TrivialAugmentWideOptions", options);
 }
 
 std::string ValidationError(const std::string& options) {
-  return std::string(Registry<Transform>::Global()
-                         .Validate(testing::ParsePluginConfig(Config(options)))
-                         .message());
+  return testing::ValidationMessage<Transform>(Config(options));
 }
 
 // torch.randint values as forward() consumes them: the op index, a bin
