@@ -41,11 +41,7 @@ PIPELINE_SIMD_INLINE float Store<float>(float value) {
 template <>
 PIPELINE_SIMD_INLINE uint8_t Store<uint8_t>(float value) {
   value = std::min(std::max(value, 0.0f), 255.0f);
-  // Adding and subtracting 1.5 * 2^23 rounds to an integer half to even (the
-  // FPU's default mode), like torch.round, in two adds that vectorize, where
-  // std::nearbyint is a library call.
-  constexpr float kRound = 12582912.0f;
-  return static_cast<uint8_t>(static_cast<int>((value + kRound) - kRound));
+  return static_cast<uint8_t>(static_cast<int>(RoundHalfEvenSmall(value)));
 }
 
 // ATen's compute_source_index_and_lambda (UpSample.h), in float as ATen does

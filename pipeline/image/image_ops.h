@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "pipeline/interfaces/image.h"
+#include "pipeline/util/simd.h"
 
 namespace pipeline {
 namespace image_ops {
@@ -61,6 +62,15 @@ void FlipVertical(Image& image);
 // Python 3's round(): halves go to the even neighbour. torchvision rounds crop
 // offsets and sizes with it, so 1.5 -> 2 but 2.5 -> 2.
 int RoundHalfEven(double value);
+
+// The same rounding for a float of magnitude at most 2^22, as a float:
+// adding and subtracting 1.5 * 2^23 rounds to an integer half to even (the
+// FPU's default mode), like torch.round, in two adds that vectorize, where
+// std::nearbyint is a library call.
+PIPELINE_SIMD_INLINE float RoundHalfEvenSmall(float value) {
+  constexpr float kRound = 12582912.0f;
+  return (value + kRound) - kRound;
+}
 
 // The pixel buffer of element type T: Pixels<uint8_t>(image) is image.u8,
 // Pixels<float>(image) is image.f32.

@@ -204,14 +204,13 @@ void WarpT(const Image& in, Image& out, const SourceGrid& grid, const Warp& warp
   }
 }
 
-// std::nearbyint (half to even, the default rounding mode) for the
-// nearest tap, in two adds that vectorize: exact for |v| < 2^22, and v is
-// clamped into that range first (WarpAffine sends larger images to WarpT).
-constexpr float kMaxRoundable = 4194304.0f;
+// The nearest tap's whole pixel, half to even as std::nearbyint: v is
+// clamped into RoundHalfEvenSmall's range first (WarpAffine sends images
+// that large to WarpT, so a clamped v lies outside the source).
+constexpr float kMaxRoundable = 4194304.0f;  // 2^22
 PIPELINE_SIMD_INLINE int RoundToInt(float v) {
-  v = std::min(std::max(v, -kMaxRoundable), kMaxRoundable);
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
-  return static_cast<int>((v + kRound) - kRound);
+  return static_cast<int>(
+      image_ops::RoundHalfEvenSmall(std::min(std::max(v, -kMaxRoundable), kMaxRoundable)));
 }
 
 // Output row y's nearest source pixels (x, y), rounded; the baseline and

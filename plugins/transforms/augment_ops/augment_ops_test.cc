@@ -219,7 +219,8 @@ Image ReferenceNearestWarp(const Image& in, const augment_ops::AffineMatrix& m, 
       gy = gy + by * (static_cast<float>(m[4]) / half_h);
       gy = gy + static_cast<float>(m[5]) / half_h;
       const float sx = std::nearbyint(std::fma(gx + 1.0f, static_cast<float>(in.width) / 2, -0.5f));
-      const float sy = std::nearbyint(std::fma(gy + 1.0f, static_cast<float>(in.height) / 2, -0.5f));
+      const float sy =
+          std::nearbyint(std::fma(gy + 1.0f, static_cast<float>(in.height) / 2, -0.5f));
       const bool inside = sx >= 0 && sx < in.width && sy >= 0 && sy < in.height;
       for (int ch = 0; ch < in.channels; ++ch) {
         const float f = fill.empty() ? 0.0f : fill[fill.size() == 1 ? 0 : ch];
@@ -238,9 +239,10 @@ TEST(AugmentOpsTest, NearestU8WarpsGiveTorchsTapsPixelForPixel) {
   for (int trial = 0; trial < 2000; ++trial) {
     const int h = 1 + rng() % 64, w = 1 + rng() % 64, c = trial % 3 == 0 ? 1 : 3;
     const double angle = 3.2 * unit(rng), scale = 0.5 + std::abs(unit(rng));
-    augment_ops::AffineMatrix m = {std::cos(angle) / scale, -std::sin(angle) / scale + 0.3 * unit(rng),
-                                   w * unit(rng), std::sin(angle) / scale,
-                                   std::cos(angle) / scale, h * unit(rng)};
+    augment_ops::AffineMatrix m = {
+        std::cos(angle) / scale, -std::sin(angle) / scale + 0.3 * unit(rng),
+        w * unit(rng),           std::sin(angle) / scale,
+        std::cos(angle) / scale, h * unit(rng)};
     // Whole-pixel shifts (rows copied as runs), half-pixel shifts (ties to
     // even), and shifts far outside the image.
     if (trial % 5 == 1) m = {1, 0, std::round(10 * unit(rng)), 0, 1, std::round(10 * unit(rng))};

@@ -63,8 +63,10 @@ std::vector<std::array<int64_t, 256>> Histograms(const Image& image) {
   return hist;
 }
 
-// _scale_channel's lookup table, or none (an empty table) when its step is 0.
-std::vector<uint8_t> EqualizeTable(const std::array<int64_t, 256>& hist) {
+// _scale_channel's lookup table; the identity when its step is 0 (the
+// channel is left as it is).
+std::array<uint8_t, 256> EqualizeTable(const std::array<int64_t, 256>& hist) {
+  std::array<uint8_t, 256> table;
   int64_t total = 0, last = 0;
   for (int64_t count : hist) {
     if (count == 0) continue;
@@ -72,9 +74,12 @@ std::vector<uint8_t> EqualizeTable(const std::array<int64_t, 256>& hist) {
     last = count;
   }
   const int64_t step = (total - last) / 255;
-  if (step == 0) return {};
+  if (step == 0) {
+    for (int v = 0; v < 256; ++v) table[v] = static_cast<uint8_t>(v);
+    return table;
+  }
   // lut[v] = (cumsum[v - 1] + step // 2) // step, lut[0] = 0, clamped.
-  std::vector<uint8_t> table(256, 0);
+  table[0] = 0;
   int64_t cumsum = 0;
   for (int v = 1; v < 256; ++v) {
     cumsum += hist[v - 1];
@@ -97,7 +102,8 @@ void AdjustSharpness(Image& image, double factor) {
   const uint8_t* smooth = smoothed.data();
   const size_t n = image.u8.size();
   for (size_t i = 0; i < n; ++i) {
-    values[i] = Truncate(ratio * static_cast<float>(values[i]) + rest * static_cast<float>(smooth[i]));
+    values[i] =
+        Truncate(ratio * static_cast<float>(values[i]) + rest * static_cast<float>(smooth[i]));
   }
 }
 
@@ -143,10 +149,7 @@ void AutoContrast(Image& image) {
 void Equalize(Image& image) {
   const std::vector<std::array<int64_t, 256>> hist = Histograms(image);
   ChannelTables tables(image.channels);
-  for (int ch = 0; ch < image.channels; ++ch) {
-    const std::vector<uint8_t> table = EqualizeTable(hist[ch]);
-    for (int v = 0; v < 256; ++v) tables[ch][v] = table.empty() ? v : table[v];
-  }
+  for (int ch = 0; ch < image.channels; ++ch) tables[ch] = EqualizeTable(hist[ch]);
   ApplyTables(image, tables);
 }
 

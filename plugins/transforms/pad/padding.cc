@@ -68,8 +68,9 @@ std::vector<Segment> ColumnSegments(const std::vector<int>& cols) {
   for (int source : cols) {
     if (!segments.empty()) {
       Segment& last = segments.back();
-      const bool extends = source == kFill ? last.source == kFill
-                                           : last.source != kFill && source == last.source + last.length;
+      const bool extends = source == kFill
+                               ? last.source == kFill
+                               : last.source != kFill && source == last.source + last.length;
       if (extends) {
         ++last.length;
         continue;
