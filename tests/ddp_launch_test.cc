@@ -270,7 +270,8 @@ TEST(DdpLaunchTest, ParallelStrategiesTrainExactlyLikeOneDeviceOnTheWholeBatch) 
 // without it, not.
 TEST(DdpLaunchTest, SyncBatchNormTrainsLikeOneDeviceOnTheWholeBatch) {
   std::vector<std::string> outputs;
-  for (const std::string& strategy : {"single", "sync", "per_rank"}) {
+  const std::vector<std::string> strategies = {"single", "sync", "per_rank"};
+  for (const std::string& strategy : strategies) {
     const std::string dir = ::testing::TempDir() + "/batch_norm_" + strategy;
     std::filesystem::create_directories(dir);
     testing::SmallCnnRun run;
@@ -376,7 +377,7 @@ std::vector<RankRun> RunRanks(const std::string& name, const std::string& config
                             " ", r < flags.size() ? flags[r] : "", " > ", log, " 2>&1; echo $? > ",
                             dir, "/rc", r, ") & ");
   }
-  std::system((command + "wait").c_str());
+  EXPECT_NE(std::system((command + "wait").c_str()), -1) << "could not start a shell";
   std::vector<RankRun> runs(environments.size());
   for (size_t r = 0; r < runs.size(); ++r) {
     runs[r].output = ReadFile(absl::StrCat(dir, "/log", r));

@@ -135,7 +135,9 @@ TEST(TrainEndToEndTest, ChannelsLastAndBf16AutocastStillLearn) {
       reference_loss = summary->val_loss;
     }
     // bf16 arithmetic does change the numbers: the setting took effect.
-    if (bf16) EXPECT_NE(summary->val_loss, reference_loss);
+    if (bf16) {
+      EXPECT_NE(summary->val_loss, reference_loss);
+    }
     EXPECT_GT(summary->val_accuracy, 0.3) << log.str();
     EXPECT_NEAR(summary->val_accuracy, reference_accuracy, 0.08)
         << "channels_last " << channels_last << " bf16 " << bf16 << "\n" << log.str();

@@ -1,7 +1,7 @@
 // export_weights: a checkpoint of train as a state dict file for Python.
 //
-//   bazel run //tools:export_weights -- --checkpoint=runs/single/checkpoint_epoch_2.pt \
-//       --output=model_state_dict.pt
+//   checkpoint=runs/single/checkpoint_epoch_2.pt
+//   bazel run //tools:export_weights -- --checkpoint=$checkpoint --output=model_state_dict.pt
 //
 // and then, in Python:
 //

@@ -65,7 +65,9 @@ TEST(MixTest, CutmixBoxIsTimmsRandBbox) {
     EXPECT_TRUE(0 <= box.x0 && box.x0 <= box.x1 && box.x1 <= 10);
     EXPECT_LE(box.y1 - box.y0, 4);
     EXPECT_LE(box.x1 - box.x0, 4);  // 5 / 2 = 2 each side of the centre
-    if (box.y0 > 0 && box.y1 < 8) EXPECT_EQ(box.y1 - box.y0, 4);
+    if (box.y0 > 0 && box.y1 < 8) {
+      EXPECT_EQ(box.y1 - box.y0, 4);
+    }
   }
 }
 

@@ -36,14 +36,14 @@ class OneCycleSchedule : public LearningRateSchedule {
     struct Phase {
       double end_step, start, end;
     };
-    std::vector<Phase> phases;
-    if (options_.three_phase()) {
-      phases = {{pct_start * total - 1, initial, 1.0},
-                {2 * pct_start * total - 2, 1.0, initial},
-                {total - 1, initial, min}};
-    } else {
-      phases = {{pct_start * total - 1, initial, 1.0}, {total - 1, 1.0, min}};
-    }
+    // Constructed, not assigned: g++ 14 warns (wrongly) about a null
+    // memmove in vector's assignment from a list.
+    const std::vector<Phase> phases =
+        options_.three_phase()
+            ? std::vector<Phase>{{pct_start * total - 1, initial, 1.0},
+                                 {2 * pct_start * total - 2, 1.0, initial},
+                                 {total - 1, initial, min}}
+            : std::vector<Phase>{{pct_start * total - 1, initial, 1.0}, {total - 1, 1.0, min}};
     const double at = static_cast<double>(step);
     double start_step = 0;
     for (size_t i = 0; i < phases.size(); ++i) {

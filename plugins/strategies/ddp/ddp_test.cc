@@ -225,7 +225,7 @@ TEST(DdpTest, AccumulatedMicroBatchesAverageLikeOneBigBatch) {
   CrossEntropy(reference.forward(images), labels).backward();
   for (const auto& p : reference.named_parameters()) {
     if (p.key() == "unused") continue;
-    const torch::Tensor& grad0 = models[0]->named_parameters()[p.key()].grad();
+    const torch::Tensor grad0 = models[0]->named_parameters()[p.key()].grad();
     EXPECT_TRUE(torch::allclose(grad0, p.value().grad(), 1e-5, 1e-6)) << p.key();
     EXPECT_TRUE(grad0.equal(models[1]->named_parameters()[p.key()].grad())) << p.key();
   }
@@ -360,8 +360,8 @@ using MakeOptimizer =
 
 // An optimizer state key as text: LibTorch 1.13 keys by the TensorImpl's
 // address printed, 2.x by the pointer.
-std::string Printed(const std::string& key) { return key; }
-std::string Printed(const void* key) {
+[[maybe_unused]] std::string Printed(const std::string& key) { return key; }
+[[maybe_unused]] std::string Printed(const void* key) {
   std::ostringstream text;
   text << key;
   return text.str();
