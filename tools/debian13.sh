@@ -97,7 +97,18 @@ unmount_all() {
     umount -R "${MOUNTS[i]}" 2>/dev/null || umount -R -l "${MOUNTS[i]}" 2>/dev/null || true
   done
   MOUNTS=()
+  unmount_left_in_root
   exit "$status"
+}
+
+# What the command mounted inside the root itself: the tests' `ip netns add`
+# leaves $ROOT/run/netns and a file per namespace under it. Deepest first.
+unmount_left_in_root() {
+  local root target
+  root=$(realpath "$ROOT")
+  while read -r target; do
+    umount "$target" 2>/dev/null || umount -l "$target" 2>/dev/null || true
+  done < <(awk -v root="$root/" 'index($5, root) == 1 { print $5 }' /proc/self/mountinfo | sort -r)
 }
 
 bind() {  # bind SOURCE TARGET_IN_ROOT
