@@ -85,25 +85,20 @@ stop_child() {
   wait "$CHILD" 2>/dev/null || true
 }
 
-MOUNTS=()
 unmount_all() {
   local status=$?
   # The root's Bazel server would keep the mounts busy.
   if [[ -x $ROOT/usr/bin/bazel && -d $ROOT$REPO/pipeline ]]; then
     chroot "$ROOT" /bin/bash -c "cd '$REPO' && bazel shutdown" >/dev/null 2>&1 || true
   fi
-  local i
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-    umount -R "${MOUNTS[i]}" 2>/dev/null || umount -R -l "${MOUNTS[i]}" 2>/dev/null || true
-  done
-  MOUNTS=()
-  unmount_left_in_root
+  unmount_everything_in_root
   exit "$status"
 }
 
-# What the command mounted inside the root itself: the tests' `ip netns add`
-# leaves $ROOT/run/netns and a file per namespace under it. Deepest first.
-unmount_left_in_root() {
+# Every mount under the root, deepest first: the binds below with what they
+# brought along, and what the command mounted inside the root itself (the
+# tests' `ip netns add` leaves $ROOT/run/netns and a file per namespace).
+unmount_everything_in_root() {
   local root target
   root=$(realpath "$ROOT")
   while read -r target; do
@@ -116,7 +111,6 @@ bind() {  # bind SOURCE TARGET_IN_ROOT
   mountpoint -q "$ROOT$2" && return 0
   mount --rbind "$1" "$ROOT$2"
   mount --make-rslave "$ROOT$2"
-  MOUNTS+=("$ROOT$2")
 }
 
 mount_root() {
