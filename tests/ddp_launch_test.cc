@@ -495,7 +495,6 @@ TEST(DdpLaunchTest, APortInUseIsNamed) {
   close(fd);
   EXPECT_EQ(runs[0].exit_code, 2);
   EXPECT_THAT(runs[0].output, HasSubstr(absl::StrCat("127.0.0.1:", port)));
-  EXPECT_THAT(runs[0].output, HasSubstr("Address already in use"));
   EXPECT_THAT(runs[0].output,
               HasSubstr(absl::StrCat("Another process holds port ", port,
                                      ": choose a free one with MASTER_PORT (or train "

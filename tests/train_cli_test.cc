@@ -290,6 +290,97 @@ TEST(TrainCliTest, AMovedFieldNamesItsNewPlace) {
                       "\"cross_entropy\" options { label_smoothing: 0.1 } } instead");
 }
 
+TEST(TrainCliTest, TheMovedChannelsLastFieldNamesMemoryFormat) {
+  const std::string path = WriteConfig(
+      "channels_last.textproto",
+      "model { name: \"small_cnn\" } train_data { dataset { name: \"fashion_mnist\" } }\n"
+      "trainer { channels_last: true }\n");
+  ExpectOneCleanError(RunTrain("--config=" + path),
+                      path + " is not a valid config:\n"
+                      "trainer.channels_last: moved; write trainer { memory_format: "
+                      "CHANNELS_LAST } instead (or memory_format: AUTO, channels-last where it "
+                      "runs faster)");
+}
+
+// oneDNN capped below its bf16 kernels (ONEDNN_MAX_CPU_ISA=AVX2) is what a
+// CPU without AVX-512 BF16 or AMX gives, on any CPU: bf16 convolutions run
+// through reference kernels. The verdicts below hold on every machine.
+constexpr char kWithoutNativeBf16[] = "ONEDNN_MAX_CPU_ISA=AVX2 ";
+
+std::string TinyRunConfig(const std::string& name, const std::string& out) {
+  return WriteConfig(name, absl::StrCat(R"pb(
+    model { name: "small_cnn" }
+    train_data {
+      dataset {
+        name: "synthetic"
+        options { [type.googleapis.com/pipeline.SyntheticOptions] { num_samples: 8 } }
+      }
+    }
+    trainer { batch_size: 4 max_steps: 1 }
+    output_dir: ")pb", out, R"pb(")pb"));
+}
+
+TEST(TrainCliTest, Bf16OnACpuWithoutItIsRefusedWithTheMeasuredSlowdown) {
+  const std::string config = TinyRunConfig("bf16_refused.textproto", Dir("bf16_refused"));
+  for (const char* mode : {"", " --dry_run"}) {
+    Result result = testing::RunCommand(absl::StrCat(
+        kWithoutNativeBf16, "tools/train --config=", config,
+        " --set=trainer.precision=BF16_AUTOCAST", mode));
+    ExpectOneCleanError(result, "trainer.precision: BF16_AUTOCAST, but this CPU ");
+    // Where ATen takes the CPU for bf16-capable but oneDNN is capped below
+    // its bf16 kernels, bf16 convolutions have no kernel at all; elsewhere
+    // they run through slow fallbacks. Either is measured and named.
+    EXPECT_TRUE(std::regex_search(
+        result.output,
+        std::regex(": bf16 would run emulated, and a start-up probe \\(one small convolution "
+                   "step, forward and backward\\) ran [0-9]+x slower in bf16 than in float32|"
+                   ", and a start-up probe \\(one small convolution step, forward and "
+                   "backward\\) could not run in bf16 at all \\(bf16: ")))
+        << result.output;
+    EXPECT_THAT(result.output, HasSubstr("Use precision: AUTO (float32 here, bf16 where the CPU "
+                                         "has it) or FP32"));
+    EXPECT_FALSE(fs::exists(Dir("bf16_refused") + "/config.textproto")) << mode;
+  }
+}
+
+TEST(TrainCliTest, AllowEmulatedBf16RunsItAndTheHeaderSaysSo) {
+  const std::string config = TinyRunConfig("bf16_allowed.textproto", Dir("bf16_allowed"));
+  Result result = testing::RunCommand(absl::StrCat(
+      kWithoutNativeBf16, "tools/train --config=", config,
+      " --set=trainer.precision=BF16_AUTOCAST --set=trainer.allow_emulated_bf16=true"));
+  if (result.output.find("could not run in bf16 at all") != std::string::npos) {
+    // No bf16 kernel at all (see above): allowing emulation cannot help.
+    ExpectOneCleanError(result, "trainer.precision: BF16_AUTOCAST, but this CPU ");
+    return;
+  }
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("compute: BF16_AUTOCAST, channels-last on CPU "));
+  EXPECT_THAT(result.output, HasSubstr("bf16 is emulated on this CPU"));
+}
+
+// AUTO is recorded in the header and in run_info.jsonl with its reason.
+TEST(TrainCliTest, PrecisionAutoIsDecidedForTheCpuAndRecorded) {
+  const std::string out = Dir("auto_out");
+  const std::string config = TinyRunConfig("auto.textproto", out);
+  Result result = testing::RunCommand(absl::StrCat(
+      kWithoutNativeBf16, "tools/train --config=", config, " --set=trainer.precision=AUTO"));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_THAT(result.output, HasSubstr("compute: FP32, contiguous on CPU "));
+  EXPECT_THAT(result.output, HasSubstr("precision: AUTO chose FP32: the CPU does not compute "
+                                       "bf16 natively ("));
+  EXPECT_THAT(result.output, HasSubstr("memory_format: AUTO chose CONTIGUOUS"));
+  std::ifstream run_info(out + "/run_info.jsonl");
+  std::stringstream text;
+  text << run_info.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("\"compute\":{\"precision\":\"FP32\",\"memory_format\":"
+                                    "\"CONTIGUOUS\",\"device\":\"CPU "));
+  // The saved config keeps AUTO: a resumed run decides again.
+  std::ifstream saved(out + "/config.textproto");
+  std::stringstream saved_text;
+  saved_text << saved.rdbuf();
+  EXPECT_THAT(saved_text.str(), HasSubstr("precision: AUTO"));
+}
+
 TEST(TrainCliTest, ABestMetricThatIsNoValidationValueIsRefused) {
   ExpectOneCleanError(
       RunTrain("--config=configs/single.textproto --dry_run --set=checkpoint.best_metric=val_f1"),

@@ -13,6 +13,7 @@
 #include "pipeline/testing/torch_warnings.h"
 #include "pipeline/trainer/resolve.h"
 #include "pipeline/trainer/trainer.h"
+#include "pipeline/util/cpu_features.h"
 
 namespace pipeline {
 namespace {
@@ -103,44 +104,68 @@ TEST(TrainEndToEndTest, ResNet18LearnsFashionMnist) {
   EXPECT_THAT(first_line, HasSubstr("\"event\":\"epoch\",\"epoch\":1,\"step\":48"));
 }
 
-// Channels-last weights and inputs with the forward pass in bf16 autocast,
-// separately and together: the loss falls and validation accuracy comes
-// within 8 points of the same run in plain float32 (the first). LibTorch
-// raises no deprecation warning: 2.4+ warns on every call of autocast's
-// per-device switches, thousands of lines a run.
-TEST(TrainEndToEndTest, ChannelsLastAndBf16AutocastStillLearn) {
-  double reference_accuracy = -1, reference_loss = -1;
-  for (const auto& [channels_last, bf16] : {std::pair{false, false}, std::pair{true, false},
-                                            std::pair{false, true}, std::pair{true, true}}) {
-    PipelineConfig config;
-    ASSERT_TRUE(ParseTextProto(kConfig, "test", &config).ok());
-    config.mutable_model()->Clear();
-    config.mutable_model()->set_name("small_cnn");
-    config.mutable_trainer()->set_channels_last(channels_last);
-    if (bf16) config.mutable_trainer()->set_precision(TrainerConfig::BF16_AUTOCAST);
-    config.set_output_dir(::testing::TempDir() + "/formats_run");
-    auto resolved = ResolveConfig(config);
-    ASSERT_TRUE(resolved.ok()) << resolved.status();
-    std::ostringstream log;
-    testing::TorchWarningRecorder warnings;
-    auto summary = Train(*resolved, {.dry_run = false, .log = &log});
-    ASSERT_TRUE(summary.ok()) << summary.status() << "\n" << log.str();
-    EXPECT_THAT(warnings.messages(), Not(Contains(HasSubstr("deprecated"))));
-    const std::vector<double> losses = LossesFromLog(log.str());
-    ASSERT_EQ(losses.size(), 6u) << log.str();
-    EXPECT_LT(losses.back(), 0.75 * losses.front())
-        << "channels_last " << channels_last << " bf16 " << bf16 << "\n" << log.str();
-    if (reference_accuracy < 0) {
-      reference_accuracy = summary->val_accuracy;
-      reference_loss = summary->val_loss;
-    }
+// The small model's run of kConfig in `precision` and `memory_format`.
+struct FormatRun {
+  std::vector<double> losses;  // of the logged windows of 8 steps
+  double val_accuracy = 0, val_loss = 0;
+};
+
+FormatRun RunInFormat(TrainerConfig::Precision precision, MemoryFormat::Value memory_format) {
+  PipelineConfig config;
+  EXPECT_TRUE(ParseTextProto(kConfig, "test", &config).ok());
+  config.mutable_model()->Clear();
+  config.mutable_model()->set_name("small_cnn");
+  config.mutable_trainer()->set_precision(precision);
+  config.mutable_trainer()->set_memory_format(memory_format);
+  config.set_output_dir(::testing::TempDir() + "/formats_run");
+  auto resolved = ResolveConfig(config);
+  EXPECT_TRUE(resolved.ok()) << resolved.status();
+  std::ostringstream log;
+  testing::TorchWarningRecorder warnings;
+  auto summary = Train(*resolved, {.dry_run = false, .log = &log});
+  EXPECT_TRUE(summary.ok()) << summary.status() << "\n" << log.str();
+  // LibTorch 2.4+ warns on every call of autocast's per-device switches,
+  // thousands of lines a run: none may reach the user.
+  EXPECT_THAT(warnings.messages(), Not(Contains(HasSubstr("deprecated"))));
+  FormatRun run;
+  run.losses = LossesFromLog(log.str());
+  EXPECT_EQ(run.losses.size(), 6u) << log.str();
+  if (summary.ok()) run.val_accuracy = summary->val_accuracy, run.val_loss = summary->val_loss;
+  return run;
+}
+
+// Channels-last weights and inputs compute the same float32 arithmetic in
+// another order: the run matches the contiguous one closely.
+TEST(TrainEndToEndTest, ChannelsLastLearnsAsContiguous) {
+  const FormatRun contiguous = RunInFormat(TrainerConfig::FP32, MemoryFormat::CONTIGUOUS);
+  const FormatRun channels_last = RunInFormat(TrainerConfig::FP32, MemoryFormat::CHANNELS_LAST);
+  ASSERT_EQ(contiguous.losses.size(), 6u);
+  ASSERT_EQ(channels_last.losses.size(), 6u);
+  EXPECT_LT(contiguous.losses.back(), contiguous.losses.front());
+  EXPECT_NEAR(channels_last.losses.back(), contiguous.losses.back(),
+              0.05 * contiguous.losses.front());
+  EXPECT_NEAR(channels_last.val_accuracy, contiguous.val_accuracy, 0.03);
+}
+
+// bf16 autocast, contiguous and channels-last, against float32 over the same
+// steps: the loss falls at least 70% as far, and validation accuracy comes
+// within 8 points. Where bf16 is emulated (no AVX-512 BF16 or AMX) it would
+// take over 100x as long and prove nothing about speed: skipped there.
+TEST(TrainEndToEndTest, Bf16AutocastLearnsAsFloat32) {
+  const Bf16Support bf16 = CpuBf16Support(HostCpuFeatures());
+  if (!bf16.native) GTEST_SKIP() << "skipped: this CPU has no native bf16 (" << bf16.detail << ")";
+  const FormatRun reference = RunInFormat(TrainerConfig::FP32, MemoryFormat::CONTIGUOUS);
+  ASSERT_EQ(reference.losses.size(), 6u);
+  const double reference_fall = reference.losses.front() - reference.losses.back();
+  ASSERT_GT(reference_fall, 0);
+  for (const MemoryFormat::Value format : {MemoryFormat::CONTIGUOUS, MemoryFormat::CHANNELS_LAST}) {
+    const FormatRun run = RunInFormat(TrainerConfig::BF16_AUTOCAST, format);
+    ASSERT_EQ(run.losses.size(), 6u);
+    EXPECT_GE(run.losses.front() - run.losses.back(), 0.7 * reference_fall)
+        << MemoryFormat::Value_Name(format);
+    EXPECT_NEAR(run.val_accuracy, reference.val_accuracy, 0.08) << MemoryFormat::Value_Name(format);
     // bf16 arithmetic does change the numbers: the setting took effect.
-    if (bf16) {
-      EXPECT_NE(summary->val_loss, reference_loss);
-    }
-    EXPECT_GT(summary->val_accuracy, 0.3) << log.str();
-    EXPECT_NEAR(summary->val_accuracy, reference_accuracy, 0.08)
-        << "channels_last " << channels_last << " bf16 " << bf16 << "\n" << log.str();
+    EXPECT_NE(run.val_loss, reference.val_loss);
   }
 }
 

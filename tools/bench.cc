@@ -79,7 +79,9 @@
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/metrics/multiply_adds.h"
 #include "pipeline/registry/registry.h"
+#include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/resolve.h"
+#include "pipeline/util/cpu_features.h"
 #include "pipeline/util/autocast_compat.h"
 #include "pipeline/weights/build_model.h"
 #include "torch/csrc/autograd/grad_mode.h"
@@ -108,7 +110,7 @@ DEFINE_string(work_dir, "/tmp/pipeline_bench", "corpus, configs and run outputs"
 DEFINE_bool(compute_child, false,
             "print the compute ceiling as one number and exit (tools/bench_libtorch.sh compares "
             "builds with it)");
-DEFINE_bool(compute_channels_last, false, "--compute_child: with trainer.channels_last");
+DEFINE_bool(compute_channels_last, false, "--compute_child: with trainer.memory_format: CHANNELS_LAST");
 DEFINE_bool(compute_bf16, false, "--compute_child: with trainer.precision: BF16_AUTOCAST");
 
 namespace pipeline {
@@ -477,7 +479,11 @@ std::string OptionsText(const google::protobuf::Any& any) {
 // tools/bench_reference.py --ddp_steps with `ddp`'s model, batch per rank,
 // optimizer, loss, memory format, precision and ddp options.
 std::vector<std::string> DdpReferenceArgs(const PipelineConfig& ddp) {
-  const TrainerConfig& trainer = ddp.trainer();
+  // As train decides them on this CPU.
+  const ComputeFormat compute = OrDie(ChooseComputeFormat(
+      ddp.trainer(), DescribeDevice(torch::Device(torch::kCPU)), MeasureCpuBf16Slowdown));
+  TrainerConfig trainer = ddp.trainer();
+  ApplyComputeFormat(compute, trainer);
   std::vector<std::string> args = {
       FLAGS_python, "tools/bench_reference.py", absl::StrCat("--ddp_steps=", FLAGS_ddp_steps),
       absl::StrCat("--ddp_warmup_steps=", kReferenceWarmupSteps),
@@ -496,7 +502,7 @@ std::vector<std::string> DdpReferenceArgs(const PipelineConfig& ddp) {
   if (ddp.model().num_classes() > 0) {
     args.push_back(absl::StrCat("--num_classes=", ddp.model().num_classes()));
   }
-  if (trainer.channels_last()) args.push_back("--channels_last");
+  if (trainer.memory_format() == MemoryFormat::CHANNELS_LAST) args.push_back("--channels_last");
   return args;
 }
 
@@ -909,9 +915,15 @@ int Main() {
   jpeg = OrDie(ResolveConfig(jpeg));
   const int64_t classes = 2;
 
+  const CpuFeatures& cpu = HostCpuFeatures();
+  const Bf16Support bf16 = CpuBf16Support(cpu);
   std::cout << absl::StrFormat(
-      "## Performance: %s at 224x224 on %s, batch %d, %d cores\n\n", jpeg.model().name(), corpus,
-      FLAGS_batch_size, std::thread::hardware_concurrency());
+      "## Performance: %s at 224x224 on %s, batch %d, %d cores\n\nCPU: %s with %s; oneDNN "
+      "cap %s; bf16 %s (%s)\n\n",
+      jpeg.model().name(), corpus, FLAGS_batch_size, std::thread::hardware_concurrency(),
+      CpuDescription(cpu), CpuIsaSummary(cpu),
+      cpu.onednn_max_isa.empty() ? "none" : cpu.onednn_max_isa,
+      bf16.native ? "native" : "emulated", bf16.detail);
   Table table({"measurement", "images/s", "ratio", "to"});
   double ceiling = 0;
   if (sections.count("compute") || sections.count("end_to_end")) {
@@ -922,15 +934,21 @@ int Main() {
                                jpeg.optimizer().name(), compute.threads),
                absl::StrFormat("%.1f", ceiling), "1.00", "compute ceiling"});
     if (sections.count("compute")) {
-      for (const auto& [channels_last, bf16] : {std::pair{true, false}, std::pair{false, true},
-                                                std::pair{true, true}}) {
+      for (const auto& [channels_last, with_bf16] :
+           {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+        const std::string label = absl::StrCat(
+            "compute, ", channels_last ? "memory_format: CHANNELS_LAST" : "",
+            channels_last && with_bf16 ? " + " : "",
+            with_bf16 ? "precision: BF16_AUTOCAST" : "");
+        if (with_bf16 && !bf16.native) {
+          // Emulated bf16 would take the bench hours (over 100x float32).
+          table.Add({label, "skipped: this CPU has no native bf16", "", ""});
+          continue;
+        }
         const double rate = ComputeCeiling(jpeg, 224, 224, 3, classes, FLAGS_batch_size,
-                                           channels_last, bf16)
+                                           channels_last, with_bf16)
                                 .images_per_sec;
-        table.Add({absl::StrCat("compute, ", channels_last ? "trainer.channels_last" : "",
-                                channels_last && bf16 ? " + " : "",
-                                bf16 ? "trainer.precision: BF16_AUTOCAST" : ""),
-                   absl::StrFormat("%.1f", rate), Ratio(rate, ceiling), "compute ceiling"});
+        table.Add({label, absl::StrFormat("%.1f", rate), Ratio(rate, ceiling), "compute ceiling"});
       }
     }
   }

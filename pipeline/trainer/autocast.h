@@ -17,7 +17,10 @@ namespace pipeline {
 class AutocastScope {
  public:
   explicit AutocastScope(const TrainerConfig& trainer)
-      : enabled_(trainer.precision() != TrainerConfig::FP32) {
+      // AUTO is decided before training (compute_format.h) and never
+      // reaches here; anything but the two autocasts runs in float32.
+      : enabled_(trainer.precision() == TrainerConfig::BF16_AUTOCAST ||
+                 trainer.precision() == TrainerConfig::FP16_AUTOCAST) {
     if (!enabled_) return;
     if (trainer.precision() == TrainerConfig::BF16_AUTOCAST) {
       SetAutocastDtype(at::kCPU, at::kBFloat16);
@@ -42,9 +45,9 @@ class AutocastScope {
 };
 
 // A batch in the memory order the model's weights are kept in
-// (trainer.channels_last).
+// (trainer.memory_format, decided before training).
 inline torch::Tensor ModelInput(const torch::Tensor& images, const TrainerConfig& trainer) {
-  return trainer.channels_last() && images.dim() == 4
+  return trainer.memory_format() == MemoryFormat::CHANNELS_LAST && images.dim() == 4
              ? images.contiguous(at::MemoryFormat::ChannelsLast)
              : images;
 }

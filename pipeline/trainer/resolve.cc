@@ -142,6 +142,12 @@ void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors
         "trainer.label_smoothing: moved to the loss; write loss { name: \"cross_entropy\" "
         "options { label_smoothing: ", trainer.label_smoothing(), " } } instead"));
   }
+  if (trainer.has_channels_last()) {
+    errors.push_back(absl::StrCat(
+        "trainer.channels_last: moved; write trainer { memory_format: ",
+        trainer.channels_last() ? "CHANNELS_LAST" : "CONTIGUOUS",
+        " } instead (or memory_format: AUTO, channels-last where it runs faster)"));
+  }
   const GradScalerConfig& scaler = trainer.grad_scaler();
   if (!(scaler.init_scale() > 0)) {
     errors.push_back(absl::StrCat("trainer.grad_scaler.init_scale: ", scaler.init_scale(),

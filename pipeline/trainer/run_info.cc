@@ -125,11 +125,17 @@ std::string RunInfoJson(const RunInfoInputs& inputs) {
   for (const auto& [name, version] : LibraryVersions()) {
     libraries.push_back(absl::StrCat(JsonQuote(name), ":", JsonQuote(version)));
   }
+  std::vector<std::string> compute;
+  for (const auto& [name, value] : inputs.compute) {
+    compute.push_back(absl::StrCat(JsonQuote(name), ":", JsonQuote(value)));
+  }
   return absl::StrCat("{\"started\":", JsonQuote(started), ",\"host\":", JsonQuote(host),
                       ",\"command\":[", absl::StrJoin(command, ","), "]",
                       ",\"git_revision\":", revision.empty() ? "null" : JsonQuote(revision),
                       ",\"libraries\":{", absl::StrJoin(libraries, ","), "}",
                       ",\"cuda_build\":", kCudaBuild ? "true" : "false",
+                      compute.empty() ? "" : absl::StrCat(",\"compute\":{",
+                                                          absl::StrJoin(compute, ","), "}"),
                       ",\"torch_config\":", JsonQuote(at::show_config()), "}");
 }
 

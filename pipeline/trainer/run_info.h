@@ -17,6 +17,9 @@ struct RunInfoInputs {
   // A folder inside the source tree whose git revision is recorded (the
   // config file's folder); "" = the working directory.
   std::string source_dir;
+  // What the run computes in and why (ComputeFormatFields), as the
+  // "compute" object of string fields; none: no such object.
+  std::vector<std::pair<std::string, std::string>> compute;
 };
 
 // The git revision of `source_dir` (with "-dirty" when tracked files are
@@ -25,7 +28,7 @@ std::string GitRevision(const std::string& source_dir);
 
 // A JSON object: start time, host, command line, git revision, the versions
 // of the libraries the runner was built against and LibTorch's build
-// configuration (BLAS, OpenMP, CPU capability).
+// configuration (BLAS, OpenMP, CPU capability), and the compute fields.
 std::string RunInfoJson(const RunInfoInputs& inputs);
 
 // (name, version) of each library the runner was compiled against: libtorch,

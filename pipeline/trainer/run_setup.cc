@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/config/config_loader.h"
 #include "pipeline/trainer/checkpoint_hook.h"
+#include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/output_write_errors.h"
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/util/status_macros.h"
@@ -107,7 +108,7 @@ absl::Status PrepareModel(const PipelineConfig& config, std::ostream* log, Train
     RETURN_IF_ERROR(LoadStateDict(*run.model, run.resume->checkpoint.model, run.resume->path,
                                   nullptr));
   }
-  if (config.trainer().channels_last()) {
+  if (config.trainer().memory_format() == MemoryFormat::CHANNELS_LAST) {
     torch::NoGradGuard no_grad;
     for (at::Tensor& p : run.model->parameters()) {
       if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
@@ -237,19 +238,48 @@ absl::Status CountSteps(const PipelineConfig& config, TrainRun& run) {
   return absl::OkStatus();
 }
 
+// trainer.precision and memory_format decided for the strategy's device
+// (compute_format.h), the same on every rank: ranks whose hardware would
+// decide AUTO differently all run float32 and contiguous.
+absl::StatusOr<ComputeFormat> ChooseComputeFormatOnEveryRank(const TrainerConfig& trainer,
+                                                             Strategy& strategy) {
+  ASSIGN_OR_RETURN(ComputeFormat format,
+                   ChooseComputeFormat(trainer, DescribeDevice(strategy.device()),
+                                       MeasureCpuBf16Slowdown));
+  ASSIGN_OR_RETURN(const std::string differing,
+                   RanksDifferingFromRankZero(
+                       strategy.communicator(),
+                       absl::StrCat(format.precision, " ", format.channels_last),
+                       "comparison of the ranks' precision and memory format"));
+  if (differing.empty()) return format;
+  format.precision = TrainerConfig::FP32;
+  if (trainer.memory_format() == MemoryFormat::AUTO) format.channels_last = false;
+  format.reason = absl::StrCat("precision: AUTO chose FP32: rank", 
+                               absl::StrContains(differing, ",") ? "s " : " ", differing,
+                               " would decide differently from rank 0 (other hardware), and "
+                               "every rank must compute alike");
+  return format;
+}
+
 }  // namespace
 
-absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& config, const RunOptions& options,
+absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& user_config, const RunOptions& options,
                                   std::ostream* log) {
-  const TrainerConfig& trainer = config.trainer();
-  at::set_num_threads(trainer.threads());
-  torch::manual_seed(trainer.seed());
-  if (trainer.deterministic()) at::globalContext().setDeterministicAlgorithms(true, false);
+  const TrainerConfig& user_trainer = user_config.trainer();
+  at::set_num_threads(user_trainer.threads());
+  if (user_trainer.deterministic()) at::globalContext().setDeterministicAlgorithms(true, false);
   TrainRun run;
-  ASSIGN_OR_RETURN(run.strategy,
-                   Registry<Strategy>::Global().Create(config.strategy(), {.seed = trainer.seed()}));
+  ASSIGN_OR_RETURN(run.strategy, Registry<Strategy>::Global().Create(
+                                     user_config.strategy(), {.seed = user_trainer.seed()}));
   Communicator& communicator = run.strategy->communicator();
-  RETURN_IF_ERROR(CheckSameConfigOnEveryRank(config, communicator));
+  RETURN_IF_ERROR(CheckSameConfigOnEveryRank(user_config, communicator));
+  ASSIGN_OR_RETURN(run.compute, ChooseComputeFormatOnEveryRank(user_trainer, *run.strategy));
+  run.config = user_config;
+  ApplyComputeFormat(run.compute, *run.config.mutable_trainer());
+  const PipelineConfig& config = run.config;
+  const TrainerConfig& trainer = config.trainer();
+  // After the probe, which draws random numbers.
+  torch::manual_seed(trainer.seed());
   if (trainer.precision() == TrainerConfig::FP16_AUTOCAST && !run.strategy->device().is_cuda()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "trainer.precision: FP16_AUTOCAST runs on CUDA devices only, and strategy \"",
@@ -281,7 +311,8 @@ absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& config, const RunOptions
   return run;
 }
 
-absl::Status PrepareOutputDir(const PipelineConfig& config, const RunOptions& options) {
+absl::Status PrepareOutputDir(const PipelineConfig& config, const RunOptions& options,
+                              const ComputeFormat& compute) {
   const std::filesystem::path output_dir(config.output_dir());
   auto setup_error = [](const absl::Status& status) {
     return absl::FailedPreconditionError(absl::StrCat("output_dir: ", status.message()));
@@ -297,7 +328,8 @@ absl::Status PrepareOutputDir(const PipelineConfig& config, const RunOptions& op
   if (!written.ok()) return setup_error(written);
   // Appended, not rewritten: a resumed run keeps the record of every start.
   std::ofstream run_info(output_dir / "run_info.jsonl", std::ios::app);
-  run_info << RunInfoJson({options.command_line, options.source_dir}) << "\n" << std::flush;
+  run_info << RunInfoJson({options.command_line, options.source_dir, ComputeFormatFields(compute)})
+           << "\n" << std::flush;
   written = StreamWriteStatus(run_info, (output_dir / "run_info.jsonl").string());
   return written.ok() ? absl::OkStatus() : setup_error(written);
 }

@@ -21,6 +21,7 @@
 #include "pipeline/interfaces/schedule.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/trainer/checkpoint.h"
+#include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/data_pipeline.h"
 #include "pipeline/trainer/grad_scaler.h"
 #include "pipeline/trainer/metric_set.h"
@@ -29,6 +30,10 @@
 namespace pipeline {
 
 struct TrainRun {
+  // The config the run trains with: the resolved one with trainer.precision
+  // and memory_format decided for the device (never AUTO).
+  PipelineConfig config;
+  ComputeFormat compute;  // what was decided, and why
   std::unique_ptr<Strategy> strategy;
   DataPipeline train;
   std::optional<DataPipeline> validation;
@@ -47,8 +52,8 @@ struct TrainRun {
   int64_t epochs = 0;
 };
 
-// Builds the run of `config`; `log` (rank 0's) hears what resuming and
-// pretrained weights did.
+// Builds the run of `config` (resolved); `log` (rank 0's) hears what
+// resuming and pretrained weights did.
 absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& config, const RunOptions& options,
                                   std::ostream* log);
 
@@ -60,7 +65,9 @@ std::string SharedConfigText(const PipelineConfig& config);
 // Writes the resolved config and a run_info.jsonl line into output_dir
 // (rank 0). An error here is a problem with output_dir, as nothing is
 // trained yet.
-absl::Status PrepareOutputDir(const PipelineConfig& config, const RunOptions& options);
+// `compute` (what AUTO decided) goes into the run_info.jsonl line.
+absl::Status PrepareOutputDir(const PipelineConfig& config, const RunOptions& options,
+                              const ComputeFormat& compute);
 
 }  // namespace pipeline
 

@@ -322,6 +322,9 @@ void PrintHeader(const PipelineConfig& config, const TrainRun& run, std::ostream
       config.model().name(), CountParameters(*run.model), run.total_steps, run.epochs,
       run.steps_per_epoch, config.trainer().threads(), config.strategy().name(),
       run.strategy->world_size());
+  log << "compute: " << TrainerConfig::Precision_Name(run.compute.precision)
+      << (run.compute.channels_last ? ", channels-last" : ", contiguous") << " on "
+      << run.compute.device << "; " << run.compute.reason << "\n";
 }
 
 // The hooks of `config`, in the order they hear each event: the EMA
@@ -374,8 +377,10 @@ absl::StatusOr<Hooks> MakeHooks(const PipelineConfig& config, const RunOptions& 
 
 }  // namespace
 
-absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOptions& options) {
-  ASSIGN_OR_RETURN(TrainRun run, SetUpRun(config, options, options.log));
+absl::StatusOr<TrainSummary> Train(const PipelineConfig& resolved, const RunOptions& options) {
+  ASSIGN_OR_RETURN(TrainRun run, SetUpRun(resolved, options, options.log));
+  // What the run trains with: precision and memory format decided.
+  const PipelineConfig& config = run.config;
   const bool primary = run.strategy->is_primary();
   std::ostream* log = primary ? options.log : nullptr;
   if (log) PrintHeader(config, run, *log);
@@ -386,7 +391,8 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& config, const RunOption
     if (log) *log << "dry run: the config is valid and every plugin was built; nothing trained\n";
     return TrainSummary{};
   }
-  if (primary) RETURN_IF_ERROR(PrepareOutputDir(config, options));
+  // The config as written (AUTO stays AUTO: a resumed run decides again).
+  if (primary) RETURN_IF_ERROR(PrepareOutputDir(resolved, options, run.compute));
 
   ProgressPrinter progress(log);
   std::ostream* events = primary ? options.events : nullptr;
