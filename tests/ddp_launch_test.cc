@@ -38,7 +38,7 @@ std::string WriteConfig(const std::string& name, int max_steps) {
   std::filesystem::create_directories(dir);
   const std::string path = absl::StrCat(dir, "/config_", ::getpid(), ".textproto");
   std::ofstream(path) << absl::StrCat(R"pb(
-    model { name: "resnet" }
+    model { name: "small_cnn" }
     train_data {
       dataset {
         name: "synthetic"
@@ -131,7 +131,10 @@ TEST(DdpLaunchTest, UnderMaxRestartsAKilledWorkerIsReplacedAndTheJobFinishes) {
        "--set=checkpoint.every_steps=4"},
       ::testing::TempDir() + "/ddp_restart/log");
   ASSERT_TRUE(run.WaitForOutput("step 6/")) << run.Output();
-  ASSERT_EQ(::kill(WorkerPid(run, 1), SIGKILL), 0);
+  // Held still first, so the job cannot reach its end before the kill.
+  const pid_t rank1 = WorkerPid(run, 1);
+  ASSERT_EQ(::kill(rank1, SIGSTOP), 0);
+  ASSERT_EQ(::kill(rank1, SIGKILL), 0);
   EXPECT_EQ(run.Wait(), 0) << run.Output();
   const std::string output = run.Output();
   EXPECT_THAT(output, HasSubstr("launcher: restart 1 of 1 after: rank 1 (pid "));
@@ -161,7 +164,10 @@ TEST(DdpLaunchTest, TwoNodesRestartTogetherWhenAWorkerOfOneDies) {
         absl::StrCat(dir, "/log", node)));
   }
   ASSERT_TRUE(nodes[0]->WaitForOutput("step 6/")) << nodes[0]->Output();
-  ASSERT_EQ(::kill(WorkerPid(*nodes[1], 1), SIGKILL), 0);
+  // Held still first, so the job cannot reach its end before the kill.
+  const pid_t node1_worker = WorkerPid(*nodes[1], 1);
+  ASSERT_EQ(::kill(node1_worker, SIGSTOP), 0);
+  ASSERT_EQ(::kill(node1_worker, SIGKILL), 0);
   const int node0_exit = nodes[0]->Wait();
   const int node1_exit = nodes[1]->Wait();
   const std::string node0 = nodes[0]->Output();

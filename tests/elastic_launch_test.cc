@@ -45,10 +45,11 @@ std::string FreshDir(const std::string& name) {
   return dir;
 }
 
-// ResNet on 16x16 synthetic images, one worker per node, 4 samples per
-// rank and step, 40 steps, a checkpoint every 4 (all kept), deterministic:
-// long enough that a node can be lost mid-run.
-std::string ResnetConfig(const std::string& dir) {
+// small_cnn (with BatchNorm) on 16x16 synthetic images, one worker per
+// node, 4 samples per rank and step, 40 steps, a checkpoint every 4 (all
+// kept), deterministic. The tests hold a worker still (SIGSTOP) before they
+// take its node away, so no step count is ever too short.
+std::string DeterministicConfig(const std::string& dir) {
   const std::string path = dir + "/config.textproto";
   const std::string synthetic = R"pb(
     name: "synthetic"
@@ -56,7 +57,7 @@ std::string ResnetConfig(const std::string& dir) {
       [type.googleapis.com/pipeline.SyntheticOptions] {
         height: 16 width: 16 channels: 1 num_classes: 2 )pb";
   std::ofstream(path) << absl::StrCat(R"pb(
-    model { name: "resnet" }
+    model { name: "small_cnn" }
     train_data {
       dataset {)pb", synthetic, R"pb(num_samples: 64 } }
       }
@@ -112,7 +113,7 @@ pid_t WorkerPid(const BackgroundProcess& node) {
   return pids.empty() ? -1 : pids.back().second;
 }
 
-// A job of two nodes on the ResNet config: the host, then (once it hosts
+// A job of two nodes on the deterministic config: the host, then (once it hosts
 // the rendezvous, so the guest joins round 0 well within its last call) a
 // guest whose log is <dir>/<guest>.log.
 struct TwoNodeJob {
@@ -124,7 +125,7 @@ struct TwoNodeJob {
 TwoNodeJob StartTwoNodeJob(const std::string& name, const std::string& guest) {
   TwoNodeJob job;
   job.dir = FreshDir(name);
-  job.config = ResnetConfig(job.dir);
+  job.config = DeterministicConfig(job.dir);
   job.port = testing::FreePort();
   job.host = StartNode(job.config, job.dir + "/host.log", job.port, "1:2");
   EXPECT_TRUE(job.host->WaitForOutput("launcher: hosting the elastic rendezvous"))
@@ -166,6 +167,8 @@ TEST(ElasticLaunchTest, ALostNodeLeavesTheOthersToFinishTheJobWithoutIt) {
   BackgroundProcess* host = job.host.get();
   BackgroundProcess* lost = job.guest.get();
   ASSERT_TRUE(host->WaitForOutput("step 6/")) << host->Output();
+  // Held still first, so the job cannot finish before the node is lost.
+  ASSERT_EQ(::kill(WorkerPid(*lost), SIGSTOP), 0);
   ASSERT_TRUE(lost->Signal(SIGKILL));
   lost->Wait();
   EXPECT_EQ(host->Wait(), 0) << host->Output();

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -40,37 +41,58 @@ int RunTrain(const std::string& arguments, const std::string& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// Starts the run in the background, SIGKILLs it once the log shows step
+// Starts the run in the background and SIGKILLs it once the log shows step
 // `kill_at` (the train process itself, or under ddp the worker of rank 1,
-// by the pid the launcher printed), then resumes it.
-void KillAndResume(const std::string& dir, const std::string& config, int kill_at, bool ddp,
-                   const std::vector<std::string>& flags = {}) {
-  std::string flag_text;
-  for (const std::string& flag : flags) flag_text += " '" + flag + "'";
+// by the pid the launcher printed). False when the run reached its end
+// before the kill landed: a step of this small model takes a millisecond or
+// two, and the log is read every 10 ms.
+bool KillAt(const std::string& dir, const std::string& config, int kill_at, bool ddp,
+            const std::vector<std::string>& flags) {
   const std::string marker = absl::StrCat(kill_at > 48 ? "epoch 2/2" : "epoch 1/2", " step ",
                                           kill_at % 48 == 0 ? 48 : kill_at % 48, "/48");
-  {
-    std::vector<std::string> command = {"tools/train", "--config=" + config};
-    command.insert(command.end(), flags.begin(), flags.end());
-    testing::BackgroundProcess run(command, dir + "/log");
-    ASSERT_TRUE(run.WaitForOutput(marker)) << run.Output();
-    if (ddp) {
-      const std::optional<pid_t> rank1 = testing::LauncherWorkerPid(run.Output(), 1);
-      ASSERT_TRUE(rank1.has_value()) << run.Output();
-      ASSERT_EQ(::kill(*rank1, SIGKILL), 0);
-      // The launcher sees its worker die, stops the other and exits.
-      EXPECT_EQ(run.Wait(), 1) << run.Output();
-    } else {
-      ASSERT_TRUE(run.Signal(SIGKILL));
-      EXPECT_EQ(run.Wait(), 128 + SIGKILL);
-    }
-    // Killed before the end: no final checkpoint yet.
-    ASSERT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_epoch_2.pt")) << run.Output();
+  std::vector<std::string> command = {"tools/train", "--config=" + config};
+  command.insert(command.end(), flags.begin(), flags.end());
+  testing::BackgroundProcess run(command, dir + "/log");
+  EXPECT_TRUE(run.WaitForOutput(marker)) << run.Output();
+  if (ddp) {
+    const std::optional<pid_t> rank1 = testing::LauncherWorkerPid(run.Output(), 1);
+    EXPECT_TRUE(rank1.has_value()) << run.Output();
+    if (rank1) ::kill(*rank1, SIGKILL);
+    const int status = run.Wait();
+    if (status == 0) return false;
+    // The launcher sees its worker die, stops the other and exits.
+    EXPECT_EQ(status, 1) << run.Output();
+  } else {
+    run.Signal(SIGKILL);
+    const int status = run.Wait();
+    if (status == 0) return false;
+    EXPECT_EQ(status, 128 + SIGKILL) << run.Output();
   }
+  // Killed before the end: no final checkpoint yet.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out/checkpoint_epoch_2.pt")) << run.Output();
+  return true;
+}
+
+// KillAt, from a fresh output folder each time, at earlier steps until a
+// kill lands before the end; then resumes. Returns the step it aimed at.
+int KillAndResume(const std::string& dir, const std::string& config, int kill_at, bool ddp,
+                  const std::vector<std::string>& flags = {}) {
+  bool killed = false;
+  for (int attempt = 0; attempt < 6 && !killed; ++attempt) {
+    if (attempt > 0) kill_at = std::max(1, kill_at / 2);
+    std::filesystem::remove_all(dir + "/out");
+    std::filesystem::remove(dir + "/log");
+    killed = KillAt(dir, config, kill_at, ddp, flags);
+    if (::testing::Test::HasFailure()) return kill_at;
+  }
+  EXPECT_TRUE(killed) << "every run reached its end before the kill landed";
+  std::string flag_text;
+  for (const std::string& flag : flags) flag_text += " '" + flag + "'";
   const std::string resumed_log = dir + "/resumed_log";
-  ASSERT_EQ(RunTrain("--config=" + config + flag_text + " --resume=auto", resumed_log), 0)
+  EXPECT_EQ(RunTrain("--config=" + config + flag_text + " --resume=auto", resumed_log), 0)
       << testing::ReadFile(resumed_log);
   EXPECT_THAT(testing::ReadFile(resumed_log), HasSubstr("resume: continuing from "));
+  return kill_at;
 }
 
 // Flips one byte in the middle of `path`.
@@ -95,8 +117,7 @@ TEST(ResumeTest, KilledAtARandomStepAndResumedEndsBitwiseEqual) {
       << testing::ReadFile(root + "/reference/log");
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, false);
-  const int kill_at = RandomStep();
-  KillAndResume(dir, config, kill_at, /*ddp=*/false);
+  const int kill_at = KillAndResume(dir, config, RandomStep(), /*ddp=*/false);
   SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");
@@ -111,8 +132,7 @@ TEST(ResumeTest, TwoProcessDdpKilledAndResumedEndsBitwiseEqual) {
       << testing::ReadFile(root + "/reference/log");
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, true);
-  const int kill_at = RandomStep();
-  KillAndResume(dir, config, kill_at, /*ddp=*/true);
+  const int kill_at = KillAndResume(dir, config, RandomStep(), /*ddp=*/true);
   SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");
@@ -132,8 +152,7 @@ TEST(ResumeTest, ShardedOptimizerDdpKilledAndResumedEndsLikeTheUnshardedRun) {
       << testing::ReadFile(root + "/reference/log");
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, true);
-  const int kill_at = RandomStep();
-  KillAndResume(dir, config, kill_at, /*ddp=*/true, {kShardedDdp});
+  const int kill_at = KillAndResume(dir, config, RandomStep(), /*ddp=*/true, {kShardedDdp});
   SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
   EXPECT_THAT(testing::ReadFile(dir + "/log"),
               HasSubstr("ddp: optimizer state sharded over 2 ranks: "));
@@ -191,8 +210,7 @@ TEST(ResumeTest, WithTheRecipeOptionsKilledAndResumedEndsBitwiseEqual) {
               HasSubstr("\"val_acc_ema\":"));
   const std::string dir = root + "/killed";
   const std::string config = WriteConfig(dir, false);
-  const int kill_at = RandomStep();
-  KillAndResume(dir, config, kill_at, /*ddp=*/false, flags);
+  const int kill_at = KillAndResume(dir, config, RandomStep(), /*ddp=*/false, flags);
   SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
   ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
                   dir + "/out/checkpoint_epoch_2.pt");

@@ -32,9 +32,11 @@ using ::pipeline::testing::ExpectSameModel;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// 2 epochs of 12 steps.
+// 2 epochs of 12 steps, of ResNet18: "stopped at once" is told apart from
+// "after a few more steps" by counting step lines, so a step must take
+// longer than a signal takes to arrive (small_cnn's take a millisecond).
 std::string WriteConfig(const std::string& dir, bool ddp) {
-  return testing::WriteDeterministicRunConfig(dir, ddp, {96, 20, 5, "keep_last: 0"});
+  return testing::WriteDeterministicRunConfig(dir, ddp, {96, 20, 5, "keep_last: 0", "resnet"});
 }
 
 using testing::BackgroundProcess;

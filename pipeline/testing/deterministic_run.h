@@ -2,9 +2,12 @@
 #define PIPELINE_TESTING_DETERMINISTIC_RUN_H_
 
 // The run the exact-resume tests (resume_test, stop_signal_test) interrupt
-// and continue: ResNet18 (BatchNorm buffers, momentum SGD) on a small
-// synthetic set in deterministic mode, 2 epochs, one process on batches of 8
-// or two (ddp) on 4 + 4, writing to <dir>/out.
+// and continue: small_cnn with BatchNorm (running statistics as buffers)
+// and momentum SGD on a small synthetic set in deterministic mode, 2
+// epochs, one process on batches of 8 or two (ddp) on 4 + 4, writing to
+// <dir>/out. Exact resume depends on the state a run carries (weights,
+// buffers, optimizer state, random generators, the loader's position), not
+// on the model's size, so the model is a small one.
 
 #include <unistd.h>
 
@@ -24,6 +27,8 @@ struct DeterministicRun {
   uint64_t seed = 5;
   // The body of the config's checkpoint { } block.
   std::string checkpoint = "keep_last: 0";
+  // A registered model, all defaults.
+  std::string model = "small_cnn";
 };
 
 // Writes <dir>/config_<pid>.textproto for `run`; returns its path. The
@@ -39,7 +44,7 @@ inline std::string WriteDeterministicRunConfig(const std::string& dir, bool ddp,
           [type.googleapis.com/pipeline.SyntheticOptions] {
             height: 16 width: 16 channels: 1 num_classes: 3 )pb";
   std::ofstream(path) << absl::StrCat(
-      "model { name: \"resnet\" }\n",
+      "model { name: \"", run.model, "\" }\n",
       "train_data {\n  dataset {", synthetic, "num_samples: ", run.train_samples, " } } }\n",
       "  transforms { name: \"random_horizontal_flip\" }\n",
       "  batch_size: ", ddp ? "4 sampler { name: \"distributed\" }" : "8", "\n}\n",
