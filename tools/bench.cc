@@ -28,6 +28,10 @@
 //               --ddp_steps)
 //   models      parameters, forward multiply-adds at 224 and training images/s
 //               of every backbone
+//   torch2      the compute ceiling against PyTorch 2.x's own step (eager and
+//               torch.compile, float32 and the precision AUTO picks here), in
+//               the Debian 13 root (tools/debian13.sh, tools/bench_torch2.py),
+//               rounds interleaved; not in the default set
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,11 +65,13 @@
 #include "ATen/ops/upsample_bilinear2d.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gflags/gflags.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/dynamic_message.h"
@@ -82,6 +88,7 @@
 #include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/resolve.h"
 #include "pipeline/util/cpu_features.h"
+#include "pipeline/util/torch_version.h"
 #include "pipeline/util/autocast_compat.h"
 #include "pipeline/weights/build_model.h"
 #include "torch/csrc/autograd/grad_mode.h"
@@ -90,7 +97,8 @@
 
 DEFINE_string(sections, "compute,allocator,data,transforms,kernels,python,end_to_end,ddp",
               "comma-separated: compute, allocator, data, kernels, python, end_to_end, ddp, "
-              "models");
+              "models, torch2");
+DEFINE_int32(torch2_rounds, 2, "torch2: rounds of the interleaved runner and PyTorch rows");
 DEFINE_string(jpeg_config, "configs/cats_vs_dogs.textproto",
               "config whose model, optimizer and training transforms are measured at 224");
 DEFINE_string(fashion_mnist_config, "configs/single.textproto",
@@ -597,6 +605,89 @@ std::vector<ModelCase> AllModels() {
   return cases;
 }
 
+// ---- torch2 ----
+
+// tools/bench_torch2.py in the Debian 13 root (PyTorch 2.x): its images/s,
+// or nullopt with the reason on stderr.
+std::optional<double> Torch2Rate(const std::string& repo, int threads, bool bf16, bool compile) {
+  std::vector<std::string> argv = {
+      repo + "/tools/debian13.sh", "env",
+      "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "python3",
+      repo + "/tools/bench_torch2.py", absl::StrCat("--batch_size=", FLAGS_batch_size),
+      absl::StrCat("--threads=", threads), bf16 ? "--precision=BF16" : "--precision=FP32"};
+  if (compile) argv.push_back("--compile");
+  const ProcessResult python = RunProcess(argv);
+  const std::optional<double> rate = JsonNumber(python.output, "images_per_sec", "images_per_sec");
+  if (python.exit_code != 0 || !rate) {
+    std::cerr << "bench: tools/bench_torch2.py failed:\n" << Tail(python.output) << "\n";
+  }
+  return rate;
+}
+
+// The runner's compute ceiling (LibTorch 1.13 here) against PyTorch 2.x's
+// eager and compiled step, in float32 and in the precision AUTO picks on
+// this CPU, alternating round by round so the machine's drift hits all.
+void Torch2Rows(const PipelineConfig& jpeg, Table& table) {
+  const char* workspace = std::getenv("BUILD_WORKSPACE_DIRECTORY");
+  const std::string repo = workspace != nullptr ? workspace : fs::current_path().string();
+  const ProcessResult probe = RunProcess(
+      {repo + "/tools/debian13.sh", "python3", "-c", "import torch, torchvision; print(torch.__version__)"});
+  if (probe.exit_code != 0) {
+    std::cerr << "bench: " << Tail(probe.output) << "\n";
+    table.Add({"PyTorch 2.x (Debian 13 root)", "skipped: tools/debian13.sh could not run python3 "
+               "with torch and torchvision (needs root and Debian's archive)", "-", "-"});
+    return;
+  }
+  const std::string version(absl::StripAsciiWhitespace(probe.output.substr(
+      probe.output.find_last_of('\n', probe.output.size() - 2) + 1)));
+  const ComputeFormat autopick = OrDie(ChooseComputeFormat(
+      [] { TrainerConfig t; t.set_precision(TrainerConfig::AUTO); return t; }(),
+      DescribeDevice(torch::Device(torch::kCPU)), MeasureCpuBf16Slowdown));
+  const bool auto_bf16 = autopick.precision == TrainerConfig::BF16_AUTOCAST;
+  const int threads = jpeg.trainer().threads();
+  struct Row {
+    std::string label;
+    std::function<std::optional<double>()> measure;
+    double sum = 0;
+    int rounds = 0;
+  };
+  std::vector<Row> rows;
+  for (const bool bf16 : auto_bf16 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
+    const std::string precision = bf16 ? "AUTO = bf16 autocast + channels-last" : "float32";
+    rows.push_back({absl::StrCat("runner (LibTorch ", kLibTorchVersion, "), ", precision),
+                    [&jpeg, bf16] {
+                      return std::optional(ComputeCeiling(jpeg, 224, 224, 3, 2, FLAGS_batch_size,
+                                                          bf16, bf16)
+                                               .images_per_sec);
+                    }});
+    for (const bool compile : {false, true}) {
+      rows.push_back({absl::StrCat("PyTorch ", version, compile ? " torch.compile" : " eager", ", ",
+                                   precision),
+                      [repo, threads, bf16, compile] {
+                        return Torch2Rate(repo, threads, bf16, compile);
+                      }});
+    }
+  }
+  for (int round = 0; round < FLAGS_torch2_rounds; ++round) {
+    for (Row& row : rows) {
+      if (const std::optional<double> rate = row.measure()) row.sum += *rate, ++row.rounds;
+    }
+  }
+  // Each row against the runner's row of the same precision.
+  double runner = 0;
+  for (const Row& row : rows) {
+    const double mean = row.rounds > 0 ? row.sum / row.rounds : 0;
+    if (absl::StartsWith(row.label, "runner")) runner = mean;
+    table.Add({absl::StrFormat("%s, %d threads, mean of %d rounds", row.label, threads, row.rounds),
+               row.rounds > 0 ? absl::StrFormat("%.1f", mean) : "failed",
+               Ratio(mean, runner), "the runner's row above"});
+  }
+  if (!auto_bf16) {
+    table.Add({"AUTO picks float32 on this CPU (" + autopick.reason + "): no bf16 rows", "-", "-",
+               "-"});
+  }
+}
+
 void ModelsSection() {
   std::set<std::string> only;
   for (absl::string_view label : absl::StrSplit(FLAGS_models, ',', absl::SkipEmpty())) {
@@ -884,12 +975,12 @@ int Main() {
   for (const std::string& s : sections) {
     static const std::set<std::string> known = {"compute", "allocator",  "data", "transforms",
                                                 "kernels", "python",     "end_to_end", "ddp",
-                                                "models"};
+                                                "models", "torch2"};
     if (!known.count(s)) {
       Die(absl::InvalidArgumentError(absl::StrCat(
           "--sections: unknown section \"", s,
           "\"; choose from compute, allocator, data, transforms, kernels, python, end_to_end, "
-          "ddp, models")));
+          "ddp, models, torch2")));
     }
   }
   fs::create_directories(FLAGS_work_dir);
@@ -1178,6 +1269,7 @@ int Main() {
     DdpOptionRows(table, ddp_runs.front(), rate_of);
     PytorchDdpRows(table, ddp_runs, single_rate);
   }
+  if (sections.count("torch2")) Torch2Rows(jpeg, table);
   table.Print();
   return 0;
 }

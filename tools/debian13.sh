@@ -39,8 +39,15 @@ CPU_PACKAGES=(
 CUDA_PACKAGES=(
   libtorch-cuda-dev libgloo-cuda-dev libnccl-dev nvidia-cuda-dev libcuda1
 )
+# PyTorch 2.6 itself, for the bench's torch2 rows (tools/bench_torch2.py):
+# the CUDA build's Python module (it runs its CPU kernels without a GPU) and
+# torchvision; torch.compile's inductor compiles C++ against Python.h with
+# g++ and needs setuptools.
+PYTHON_PACKAGES=(
+  python3-torch-cuda python3-torchvision python3-setuptools python3-dev
+)
 # Bump when the package sets change: the next run installs what is missing.
-SETUP_VERSION=3
+SETUP_VERSION=5
 
 die() { echo "debian13.sh: $*" >&2; exit 2; }
 
@@ -159,12 +166,13 @@ EOF
 install_packages() {
   [[ $(cat "$ROOT/.setup-version" 2>/dev/null) == "$SETUP_VERSION" ]] && return 0
   check_archive
-  echo "debian13.sh: installing the CPU and CUDA package sets (about 3 GB of downloads)" >&2
+  echo "debian13.sh: installing the CPU, CUDA and Python package sets (about 3.5 GB of downloads)" >&2
   # nvidia-cudnn is an installer that downloads cuDNN from NVIDIA in its
   # postinst; declining makes it a no-op (cuDNN is stood in below).
   echo 'nvidia-cudnn nvidia-cudnn/question select I Decline' | in_root debconf-set-selections
   in_root apt-get update -qq || die "apt-get update failed in $ROOT (is $MIRROR reachable?)"
   in_root apt-get install -y -qq --no-install-recommends "${CPU_PACKAGES[@]}" "${CUDA_PACKAGES[@]}" \
+    "${PYTHON_PACKAGES[@]}" \
     >"$CACHE/debian13-apt.log" 2>&1 ||
     die "apt-get install failed in $ROOT (log: $CACHE/debian13-apt.log)$(echo; tail -5 "$CACHE/debian13-apt.log")"
   make_cudnn_standin
@@ -182,12 +190,17 @@ make_cudnn_standin() {
   if [[ -e $ROOT$lib/libcudnn.so.9 ]] && ! grep -q pipeline_cudnn_standin "$ROOT$lib/libcudnn.so.9"; then
     return 0  # a real cuDNN
   fi
-  local torch_cuda
+  local torch_cuda importers=() library
   torch_cuda=$(ls "$ROOT$lib"/libtorch_cuda.so* 2>/dev/null | head -1)
   [[ -n $torch_cuda ]] || die "libtorch_cuda.so is missing after installing libtorch-cuda-dev"
+  # Python's torch module (libtorch_python) imports cuDNN functions of its own.
+  for library in "$torch_cuda" $(ls "$ROOT$lib"/libtorch_python.so* 2>/dev/null | head -1); do
+    importers+=("${library#$ROOT}")
+  done
   in_root /bin/bash -c "
     set -e
-    nm -D --undefined-only ${torch_cuda#$ROOT} | awk '{print \$2}' | sed 's/@.*//' | grep '^cudnn' | sort -u >/tmp/cudnn_symbols
+    for l in ${importers[*]}; do nm -D --undefined-only \$l; done |
+      awk '{print \$2}' | sed 's/@.*//' | grep '^cudnn' | sort -u >/tmp/cudnn_symbols
     { echo 'const char pipeline_cudnn_standin[] = \"pipeline_cudnn_standin\";'
       while read -r f; do echo \"int \$f(void) { return 1; }\"; done </tmp/cudnn_symbols; } >/tmp/cudnn_standin.c
     echo 'libcudnn.so.9 { global: *; };' >/tmp/cudnn_standin.map
