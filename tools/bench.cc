@@ -648,8 +648,7 @@ void Torch2Rows(const PipelineConfig& jpeg, Table& table) {
   struct Row {
     std::string label;
     std::function<std::optional<double>()> measure;
-    double sum = 0;
-    int rounds = 0;
+    std::vector<double> rates;  // one a round
   };
   std::vector<Row> rows;
   for (const bool bf16 : auto_bf16 ? std::vector<bool>{false, true} : std::vector<bool>{false}) {
@@ -670,16 +669,22 @@ void Torch2Rows(const PipelineConfig& jpeg, Table& table) {
   }
   for (int round = 0; round < FLAGS_torch2_rounds; ++round) {
     for (Row& row : rows) {
-      if (const std::optional<double> rate = row.measure()) row.sum += *rate, ++row.rounds;
+      if (const std::optional<double> rate = row.measure()) row.rates.push_back(*rate);
     }
   }
   // Each row against the runner's row of the same precision.
   double runner = 0;
   for (const Row& row : rows) {
-    const double mean = row.rounds > 0 ? row.sum / row.rounds : 0;
+    std::vector<std::string> each;
+    for (const double rate : row.rates) each.push_back(absl::StrFormat("%.1f", rate));
+    const double mean =
+        row.rates.empty() ? 0
+                          : std::accumulate(row.rates.begin(), row.rates.end(), 0.0) /
+                                row.rates.size();
     if (absl::StartsWith(row.label, "runner")) runner = mean;
-    table.Add({absl::StrFormat("%s, %d threads, mean of %d rounds", row.label, threads, row.rounds),
-               row.rounds > 0 ? absl::StrFormat("%.1f", mean) : "failed",
+    table.Add({absl::StrFormat("%s, %d threads, mean of %d rounds (%s)", row.label, threads,
+                               row.rates.size(), absl::StrJoin(each, ", ")),
+               row.rates.empty() ? "failed" : absl::StrFormat("%.1f", mean),
                Ratio(mean, runner), "the runner's row above"});
   }
   if (!auto_bf16) {

@@ -254,7 +254,7 @@ absl::StatusOr<ComputeFormat> ChooseComputeFormatOnEveryRank(const TrainerConfig
   if (differing.empty()) return format;
   format.precision = TrainerConfig::FP32;
   if (trainer.memory_format() == MemoryFormat::AUTO) format.channels_last = false;
-  format.reason = absl::StrCat("precision: AUTO chose FP32: rank", 
+  format.reason = absl::StrCat("precision: AUTO chose FP32: rank",
                                absl::StrContains(differing, ",") ? "s " : " ", differing,
                                " would decide differently from rank 0 (other hardware), and "
                                "every rank must compute alike");
@@ -285,7 +285,7 @@ absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& user_config, const RunOp
         "trainer.precision: FP16_AUTOCAST runs on CUDA devices only, and strategy \"",
         config.strategy().name(), "\" runs on the CPU; set the strategy's device to a CUDA "
         "device (e.g. strategy { name: \"single\" options { device: \"cuda:0\" } }), or use "
-        "precision: BF16_AUTOCAST on the CPU"));
+        "precision: AUTO on the CPU (bf16 where it computes bf16 natively)"));
   }
   if (!run.strategy->is_primary()) log = nullptr;
   RETURN_IF_ERROR(BuildData(config, run));
