@@ -1,9 +1,5 @@
 #include "tools/elastic_rendezvous.h"
 
-#include <ifaddrs.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "pipeline/util/c10d_compat.h"
 #include "pipeline/util/host_address.h"
+#include "pipeline/util/network_interfaces.h"
 #include "tools/launcher.h"
 
 namespace pipeline {
@@ -42,53 +39,6 @@ std::string RoundKey(int round, absl::string_view what) {
 
 std::vector<uint8_t> Bytes(absl::string_view text) { return {text.begin(), text.end()}; }
 std::string Text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
-
-// The address bytes of an IPv4 or IPv6 socket address ("" for others),
-// and whether it is loopback.
-absl::string_view AddressBytes(const sockaddr* address) {
-  if (address == nullptr) return {};
-  if (address->sa_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in*>(address)->sin_addr;
-    return {reinterpret_cast<const char*>(&in), sizeof(in)};
-  }
-  if (address->sa_family == AF_INET6) {
-    const auto& in6 = reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr;
-    return {reinterpret_cast<const char*>(&in6), sizeof(in6)};
-  }
-  return {};
-}
-bool IsLoopback(const sockaddr* address) {
-  if (address->sa_family == AF_INET) {
-    return (ntohl(reinterpret_cast<const sockaddr_in*>(address)->sin_addr.s_addr) >> 24) == 127;
-  }
-  return address->sa_family == AF_INET6 &&
-         IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(address)->sin6_addr);
-}
-
-// Whether `host` names this machine: loopback, or an address of one of its
-// interfaces. Only a launcher there may host the store.
-bool IsThisMachine(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* resolved = nullptr;
-  if (::getaddrinfo(host.c_str(), nullptr, &hints, &resolved) != 0) return false;
-  ifaddrs* interfaces = nullptr;
-  ::getifaddrs(&interfaces);
-  bool local = false;
-  for (addrinfo* a = resolved; a != nullptr && !local; a = a->ai_next) {
-    const absl::string_view wanted = AddressBytes(a->ai_addr);
-    if (wanted.empty()) continue;
-    local = IsLoopback(a->ai_addr);
-    for (ifaddrs* i = interfaces; i != nullptr && !local; i = i->ifa_next) {
-      local = i->ifa_addr != nullptr && i->ifa_addr->sa_family == a->ai_family &&
-              AddressBytes(i->ifa_addr) == wanted;
-    }
-  }
-  if (interfaces != nullptr) ::freeifaddrs(interfaces);
-  ::freeaddrinfo(resolved);
-  return local;
-}
 
 c10d::TCPStoreOptions StoreOptions(int port, bool server, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;

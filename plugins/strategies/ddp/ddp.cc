@@ -21,8 +21,6 @@
 //     options { [type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 2 } }
 //   }
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -56,7 +54,7 @@
 #include "plugins/strategies/ddp/ddp.pb.h"
 #include "plugins/strategies/ddp/optimizer_shards.h"
 #include "plugins/strategies/ddp/peer_progress.h"
-#include "plugins/strategies/ddp/slurm_nodes.h"
+#include "plugins/strategies/ddp/rendezvous.h"
 #include "torch/csrc/autograd/function.h"
 #include "torch/csrc/autograd/utils/lambda_post_hook.h"
 #include "torch/csrc/autograd/variable.h"
@@ -70,113 +68,6 @@
 
 namespace pipeline {
 namespace {
-
-struct Rendezvous {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  std::string master_addr;
-  // Where master_addr came from, for the error when it does not resolve.
-  std::string master_addr_source;
-  int master_port = 0;
-  // This rank's machine as other ranks' errors name it.
-  std::string host;
-  // Which attempt of the job this is (TORCHELASTIC_RESTART_COUNT).
-  int restart_count = 0;
-};
-
-// The address of `interface` (GLOO_SOCKET_IFNAME), which is what the other
-// ranks reach this one at, or "" when it has none.
-std::string InterfaceAddress(const std::string& interface) {
-  ifaddrs* addresses = nullptr;
-  if (::getifaddrs(&addresses) != 0) return "";
-  std::string found;
-  for (ifaddrs* a = addresses; a != nullptr && found.empty(); a = a->ifa_next) {
-    if (a->ifa_addr == nullptr || interface != a->ifa_name) continue;
-    const int family = a->ifa_addr->sa_family;
-    if (family != AF_INET && family != AF_INET6) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    const void* raw =
-        family == AF_INET
-            ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr)
-            : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr);
-    if (::inet_ntop(family, raw, text, sizeof(text)) != nullptr) found = text;
-  }
-  ::freeifaddrs(addresses);
-  return found;
-}
-
-std::string HostOfThisRank(const StrategyContext& context) {
-  const std::string interface = context.environment("GLOO_SOCKET_IFNAME");
-  if (!interface.empty()) {
-    const std::string address = InterfaceAddress(interface);
-    if (!address.empty()) return address;
-  }
-  char name[256] = {};
-  return ::gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : "unknown host";
-}
-
-// The first of `names` that is set: torchrun's variable, then SLURM's, then
-// Open MPI's, so a run starts unchanged under any of them.
-absl::StatusOr<int> IntFromEnvironment(const StrategyContext& context,
-                                       const std::vector<std::string>& names, bool required,
-                                       int fallback) {
-  for (const std::string& name : names) {
-    const std::string value = context.environment(name);
-    if (value.empty()) continue;
-    int parsed = 0;
-    if (!absl::SimpleAtoi(value, &parsed) || parsed < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("environment variable ", name, "=\"", value, "\" is not a number >= 0"));
-    }
-    return parsed;
-  }
-  if (!required) return fallback;
-  return absl::FailedPreconditionError(absl::StrCat(
-      "environment variable ", names[0], " is not set; start ddp runs with `train` itself "
-      "(it launches nproc_per_node workers), torchrun, srun or mpirun"));
-}
-
-absl::StatusOr<Rendezvous> ReadRendezvous(const StrategyContext& context) {
-  Rendezvous r;
-  ASSIGN_OR_RETURN(r.rank, IntFromEnvironment(context, {"RANK", "SLURM_PROCID",
-                                                        "OMPI_COMM_WORLD_RANK"},
-                                              true, 0));
-  ASSIGN_OR_RETURN(r.world_size,
-                   IntFromEnvironment(context, {"WORLD_SIZE", "SLURM_NTASKS",
-                                                "OMPI_COMM_WORLD_SIZE"},
-                                      true, 0));
-  ASSIGN_OR_RETURN(r.local_rank,
-                   IntFromEnvironment(context, {"LOCAL_RANK", "SLURM_LOCALID",
-                                                "OMPI_COMM_WORLD_LOCAL_RANK"},
-                                      false, r.rank));
-  ASSIGN_OR_RETURN(r.master_port, IntFromEnvironment(context, {"MASTER_PORT"}, false, 29500));
-  r.master_addr = context.environment("MASTER_ADDR");
-  r.master_addr_source = "MASTER_ADDR";
-  if (r.master_addr.empty()) {
-    // Under SLURM, rank 0 runs on the first host of the job.
-    r.master_addr = FirstSlurmHost(context.environment("SLURM_JOB_NODELIST"));
-    r.master_addr_source = absl::StrCat("the first host of SLURM_JOB_NODELIST=",
-                                        context.environment("SLURM_JOB_NODELIST"));
-  }
-  if (r.master_addr.empty()) {
-    r.master_addr = "127.0.0.1";
-    r.master_addr_source = "the default, as neither MASTER_ADDR nor SLURM_JOB_NODELIST is set";
-  }
-  r.master_addr = LoopbackIfLocalhost(r.master_addr);
-  r.host = HostOfThisRank(context);
-  ASSIGN_OR_RETURN(r.restart_count,
-                   IntFromEnvironment(context, {"TORCHELASTIC_RESTART_COUNT"}, false, 0));
-  if (r.world_size < 1 || r.rank >= r.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("RANK=", r.rank, " WORLD_SIZE=", r.world_size,
-                                                   ": the rank must be below the world size"));
-  }
-  if (r.master_port < 1 || r.master_port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("MASTER_PORT=", r.master_port, " is not a TCP port (1-65535)"));
-  }
-  return r;
-}
 
 // A run of parameters whose gradients travel in one all-reduce.
 struct Bucket {
