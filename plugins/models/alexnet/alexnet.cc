@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/dropout.h"
 #include "plugins/models/alexnet/alexnet.pb.h"
 #include "torch/nn/modules/activation.h"
 #include "torch/nn/modules/container/sequential.h"

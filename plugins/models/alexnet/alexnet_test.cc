@@ -56,12 +56,14 @@ TEST(AlexNetTest, DropoutIsActiveOnlyInTraining) {
 }
 
 TEST(AlexNetTest, RejectsADropoutThatIsNotAProbability) {
-  auto model = MakeAlexNet("dropout: 1", ModelContext{10, 3});
+  auto model = MakeAlexNet("dropout: 1.5", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "options: dropout: 1 is not a probability in [0, 1); set 0 to disable dropout");
+            "options: dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
   EXPECT_EQ(MakeAlexNet("dropout: -0.25", ModelContext{10, 3}).status().message(),
-            "options: dropout: -0.25 is not a probability in [0, 1); set 0 to disable dropout");
+            "options: dropout: -0.25 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
 }
 
 }  // namespace

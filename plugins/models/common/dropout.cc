@@ -1,4 +1,4 @@
-#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/dropout.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -6,9 +6,11 @@ namespace pipeline {
 
 absl::Status ValidateDropout(double dropout) {
   // Written to also reject NaN.
-  if (!(dropout >= 0 && dropout < 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dropout: ", dropout, " is not a probability in [0, 1); set 0 to disable dropout"));
+  if (!(dropout >= 0 && dropout <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("dropout: ", dropout,
+                                                   " is not a probability from 0 to 1 "
+                                                   "(torch.nn.Dropout's range); set 0 to "
+                                                   "disable dropout"));
   }
   return absl::OkStatus();
 }

@@ -1,18 +1,20 @@
-#ifndef PIPELINE_INTERFACES_MODEL_SHAPE_H_
-#define PIPELINE_INTERFACES_MODEL_SHAPE_H_
+#ifndef PLUGINS_MODELS_COMMON_DROPOUT_H_
+#define PLUGINS_MODELS_COMMON_DROPOUT_H_
 
-// Checks several model plugins' options share. The class and input channel
-// counts every model takes are checked and resolved once, for all of them,
-// by BuildModel (pipeline/weights/build_model.h).
+// The `dropout` option every model with a dropout layer takes, checked as
+// torch.nn.Dropout checks its p. (The class and input channel counts every
+// model takes are checked and resolved once, for all of them, by BuildModel
+// in pipeline/weights/build_model.h.)
 
 #include "absl/status/status.h"
 
 namespace pipeline {
 
-// Rejects a dropout probability outside [0, 1) (NaN included), naming the
-// `dropout` field.
+// Rejects a dropout probability outside [0, 1] (NaN included), naming the
+// `dropout` field. 1 is allowed, as torch allows it: every activation
+// dropped in training.
 absl::Status ValidateDropout(double dropout);
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_INTERFACES_MODEL_SHAPE_H_
+#endif  // PLUGINS_MODELS_COMMON_DROPOUT_H_

@@ -1,4 +1,4 @@
-#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/dropout.h"
 
 #include <cmath>
 
@@ -8,11 +8,14 @@
 namespace pipeline {
 namespace {
 
-TEST(ValidateDropoutTest, AcceptsZeroToBelowOneAndRejectsTheRest) {
+// torch.nn.Dropout(p) takes 0 <= p <= 1.
+TEST(ValidateDropoutTest, AcceptsZeroToOneAndRejectsTheRest) {
   EXPECT_TRUE(ValidateDropout(0).ok());
   EXPECT_TRUE(ValidateDropout(0.5).ok());
-  EXPECT_EQ(ValidateDropout(1).message(),
-            "dropout: 1 is not a probability in [0, 1); set 0 to disable dropout");
+  EXPECT_TRUE(ValidateDropout(1).ok());
+  EXPECT_EQ(ValidateDropout(1.5).message(),
+            "dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); set 0 "
+            "to disable dropout");
   EXPECT_FALSE(ValidateDropout(-0.1).ok());
   EXPECT_FALSE(ValidateDropout(std::nan("")).ok());
 }

@@ -42,6 +42,8 @@
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/dropout.h"
 #include "torch/nn/modules/linear.h"
+#include "plugins/models/common/dropout.h"
+#include "pipeline/util/status_macros.h"
 
 namespace pipeline {
 namespace {
@@ -290,10 +292,7 @@ absl::Status ValidateEfficientNetOptions(const EfficientNetOptions& options) {
         absl::StrCat("variant: ", EfficientNetOptions::Variant_Name(options.variant()),
                      " is not built yet; choose ", absl::StrJoin(variants, ", ")));
   }
-  if (!(options.dropout() >= 0 && options.dropout() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dropout: ", options.dropout(), " is not a probability; choose a value from 0 to 1"));
-  }
+  RETURN_IF_ERROR(ValidateDropout(options.dropout()));
   if (!(options.stochastic_depth_prob() >= 0 && options.stochastic_depth_prob() <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("stochastic_depth_prob: ", options.stochastic_depth_prob(),

@@ -126,7 +126,8 @@ TEST(EfficientNetTest, RejectsProbabilitiesOutsideZeroToOne) {
   auto dropout = MakeEfficientNet("dropout: 1.5", ModelContext{10, 3});
   EXPECT_EQ(dropout.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(dropout.status().message(),
-            "options: dropout: 1.5 is not a probability; choose a value from 0 to 1");
+            "options: dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
   auto depth = MakeEfficientNet("stochastic_depth_prob: -0.2", ModelContext{10, 3});
   EXPECT_EQ(depth.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(depth.status().message(),

@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/dropout.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v1/mobilenet_v1.pb.h"
 #include "torch/nn/init.h"

@@ -150,10 +150,11 @@ TEST(MobileNetV1Test, RejectsInvalidOptions) {
             "options: width_multiplier: 0 is not in (0, 4]; the paper uses 1, 0.75, 0.5 or 0.25");
   EXPECT_EQ(MakeMobileNetV1("width_multiplier: 5", ModelContext{10, 3}).status().message(),
             "options: width_multiplier: 5 is not in (0, 4]; the paper uses 1, 0.75, 0.5 or 0.25");
-  auto bad_dropout = MakeMobileNetV1("dropout: 1", ModelContext{10, 3});
+  auto bad_dropout = MakeMobileNetV1("dropout: 1.5", ModelContext{10, 3});
   EXPECT_EQ(bad_dropout.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad_dropout.status().message(),
-            "options: dropout: 1 is not a probability in [0, 1); set 0 to disable dropout");
+            "options: dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
 }
 
 }  // namespace

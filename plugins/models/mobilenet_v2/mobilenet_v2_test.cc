@@ -162,9 +162,11 @@ TEST(MobileNetV2Test, RejectsADropoutThatIsNotAProbability) {
   auto model = MakeMobileNetV2("dropout: 1.5", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "options: dropout: 1.5 is not a probability; choose a value from 0 to 1");
+            "options: dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
   EXPECT_EQ(MakeMobileNetV2("dropout: -0.1", ModelContext{10, 3}).status().message(),
-            "options: dropout: -0.1 is not a probability; choose a value from 0 to 1");
+            "options: dropout: -0.1 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
 }
 
 }  // namespace

@@ -36,6 +36,8 @@
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/dropout.h"
 #include "torch/nn/modules/linear.h"
+#include "plugins/models/common/dropout.h"
+#include "pipeline/util/status_macros.h"
 
 namespace pipeline {
 namespace {
@@ -224,10 +226,7 @@ absl::Status ValidateMobileNetV3Options(const MobileNetV3Options& options) {
         absl::StrCat("width_multiplier: ", options.width_multiplier(),
                      " is not a positive factor; set one such as 0.75, 1.0 or 1.25"));
   }
-  if (!(options.dropout() >= 0 && options.dropout() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dropout: ", options.dropout(), " is not a probability; choose a value from 0 to 1"));
-  }
+  RETURN_IF_ERROR(ValidateDropout(options.dropout()));
   return absl::OkStatus();
 }
 

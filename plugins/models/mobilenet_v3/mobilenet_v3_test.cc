@@ -176,7 +176,8 @@ TEST(MobileNetV3Test, RejectsADropoutThatIsNotAProbability) {
   auto model = MakeMobileNetV3("dropout: 2", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "options: dropout: 2 is not a probability; choose a value from 0 to 1");
+            "options: dropout: 2 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
 }
 
 }  // namespace

@@ -25,7 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/interfaces/model_shape.h"
+#include "plugins/models/common/dropout.h"
 #include "plugins/models/vgg/vgg.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/activation.h"

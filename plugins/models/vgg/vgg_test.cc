@@ -88,7 +88,8 @@ TEST(VggTest, RejectsADropoutThatIsNotAProbability) {
   auto model = MakeVgg("dropout: 1.5", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "options: dropout: 1.5 is not a probability in [0, 1); set 0 to disable dropout");
+            "options: dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
+            "set 0 to disable dropout");
 }
 
 }  // namespace
