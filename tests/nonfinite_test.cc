@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 
 namespace pipeline {
 namespace {

@@ -23,7 +23,7 @@
 #include "pipeline/testing/background_process.h"
 #include "pipeline/testing/deterministic_run.h"
 #include "pipeline/testing/same_weights.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 
 namespace pipeline {
 namespace {

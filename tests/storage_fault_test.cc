@@ -29,7 +29,7 @@
 #include "pipeline/testing/command.h"
 #include "pipeline/testing/same_weights.h"
 #include "pipeline/testing/small_cnn_run.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 
 namespace pipeline {
 namespace {

@@ -26,7 +26,7 @@
 #include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/trainer/resolve.h"
 #include "pipeline/trainer/trainer.h"
 #include "pipeline/weights/build_model.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/trainer/trainer_hook.h"
 
 namespace pipeline {

@@ -18,6 +18,7 @@
 #include "pipeline/util/status_macros.h"
 #include "pipeline/weights/build_model.h"
 #include "pipeline/weights/pretrained.h"
+#include "pipeline/util/durable_file.h"
 #include "torch/utils.h"
 
 namespace pipeline {

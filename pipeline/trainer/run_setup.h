@@ -20,7 +20,7 @@
 #include "pipeline/interfaces/optimizer.h"
 #include "pipeline/interfaces/schedule.h"
 #include "pipeline/interfaces/strategy.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/data_pipeline.h"
 #include "pipeline/trainer/grad_scaler.h"

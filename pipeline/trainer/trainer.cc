@@ -23,6 +23,7 @@
 #include "pipeline/trainer/validation_feedback.h"
 #include "pipeline/trainer/validation_hook.h"
 #include "pipeline/util/status_macros.h"
+#include "pipeline/util/durable_file.h"
 
 namespace pipeline {
 namespace {

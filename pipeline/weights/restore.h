@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "pipeline/config/pipeline.pb.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 
 namespace pipeline {
 

@@ -13,7 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/adam.h"
 #include "torch/optim/adamw.h"

@@ -21,7 +21,7 @@
 
 #include "absl/status/status.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "pipeline/image/image_codec.h"
 #include "pipeline/image/libpng_writer.h"

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "tests/fuzz/fuzz_check.h"
 

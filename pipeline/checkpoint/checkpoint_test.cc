@@ -1,4 +1,4 @@
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 
 #include <unistd.h>
 
@@ -101,23 +101,6 @@ TEST(CheckpointTest, ADamagedChecksumFileIsNamed) {
   EXPECT_THAT(loaded.status().message(),
               ::testing::HasSubstr(path + ": its checksum file " + ChecksumPathOf(path) +
                                    " is damaged"));
-}
-
-TEST(CheckpointTest, AFolderUnderARegularFileIsNotWritable) {
-  const std::string file = TempPath("a_file");
-  std::ofstream(file) << "x";
-  const absl::Status status = CheckDirectoryWritable(file + "/out/run");
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(status.message(), "output_dir: cannot create " + file + "/out/run: cannot write in " +
-                                  file + ": Not a directory");
-}
-
-TEST(CheckpointTest, AWritableFolderPassesAndKeepsNothing) {
-  const std::string dir = TempPath("writable");
-  std::filesystem::create_directories(dir);
-  EXPECT_TRUE(CheckDirectoryWritable(dir).ok());
-  EXPECT_TRUE(CheckDirectoryWritable(dir + "/not/yet").ok());
-  EXPECT_TRUE(std::filesystem::is_empty(dir));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "pipeline/trainer/checkpoint.h"
+#include "pipeline/checkpoint/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -22,7 +22,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "caffe2/serialize/inline_container.h"
+#include "pipeline/checkpoint/archive_check.h"
 #include "pipeline/metrics/crc32c.h"
+#include "pipeline/util/durable_file.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "torch/serialize/input-archive.h"
@@ -30,96 +32,6 @@
 
 namespace pipeline {
 namespace {
-
-// `path` could not be written (`error_number` is its errno): kResourceExhausted
-// for a full disk or quota, which freeing space cures, kInternal otherwise.
-// Both end `train` with exit status 1.
-absl::Status WriteError(const std::string& path, int error_number) {
-  const std::string message =
-      absl::StrCat("cannot write ", path, ": ", std::strerror(error_number));
-  return error_number == ENOSPC || error_number == EDQUOT ? absl::ResourceExhaustedError(message)
-                                                          : absl::InternalError(message);
-}
-
-// A new file written through its descriptor, whose first failed write is
-// kept (with its errno) for Finish. Write always reports every byte taken:
-// LibTorch's archive writer, handed a short count (a full disk), throws
-// again from its destructor, which ends the process; told nothing, it
-// finishes, and the error comes out of Finish instead.
-class SyncedFile {
- public:
-  // Errors name `name` (the file the caller is making), not the temporary.
-  SyncedFile(const std::string& path, std::string name)
-      : name_(std::move(name)),
-        fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) error_ = errno;
-  }
-  ~SyncedFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  SyncedFile(const SyncedFile&) = delete;
-  SyncedFile& operator=(const SyncedFile&) = delete;
-
-  size_t Write(const void* data, size_t size) {
-    const char* bytes = static_cast<const char*>(data);
-    for (size_t done = 0; error_ == 0 && done < size;) {
-      const ssize_t written = ::write(fd_, bytes + done, size - done);
-      if (written < 0 && errno == EINTR) continue;
-      if (written <= 0) {
-        error_ = written < 0 ? errno : EIO;
-        break;
-      }
-      done += static_cast<size_t>(written);
-    }
-    return size;
-  }
-
-  // On disk and closed, or the first error on the way (a network file
-  // system may only report it at fsync or close).
-  absl::Status Finish() {
-    if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
-    if (fd_ >= 0 && ::close(fd_) != 0 && error_ == 0) error_ = errno;
-    fd_ = -1;
-    return error_ == 0 ? absl::OkStatus() : WriteError(name_, error_);
-  }
-
- private:
-  const std::string name_;
-  int fd_;
-  int error_ = 0;
-};
-
-// Renames `from` over `to`, then flushes their folder, so the new name is on
-// disk before anything (keep_last) removes an older checkpoint. `from` is
-// removed when the rename fails.
-absl::Status RenameOver(const std::string& from, const std::string& to) {
-  std::error_code error;
-  std::filesystem::rename(from, to, error);
-  if (error) {
-    const absl::StatusCode code = WriteError(to, error.value()).code();
-    const std::string reason = error.message();
-    std::filesystem::remove(from, error);
-    return absl::Status(code, absl::StrCat("cannot rename ", from, " to ", to, ": ", reason));
-  }
-  const std::string dir = std::filesystem::path(to).parent_path().string();
-  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    // Some file systems cannot flush a folder (EINVAL); the rename stands.
-    const bool flushed = ::fsync(fd) == 0 || errno == EINVAL;
-    const int error_number = errno;
-    ::close(fd);
-    if (!flushed) return WriteError(dir, error_number);
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  if (file.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return bytes;
-}
 
 std::string ChecksumLine(const std::string& bytes) {
   return absl::StrFormat("crc32c %08x size %d\n", Crc32c(bytes), bytes.size());
@@ -154,114 +66,6 @@ absl::Status VerifyChecksum(const std::string& path) {
   return absl::OkStatus();
 }
 
-// The TorchScript type of one attribute, as torch::serialize writes them:
-// a few scalar types, a tensor, a nested archive, and their containers.
-bool ConsumeType(absl::string_view& text, int depth = 0) {
-  if (depth > 8) return false;
-  for (absl::string_view scalar : {"Tensor", "int", "float", "bool", "str", "NoneType"}) {
-    if (absl::ConsumePrefix(&text, scalar)) {
-      // "int" must not match the start of "intx".
-      return text.empty() || !(absl::ascii_isalnum(text[0]) || text[0] == '_');
-    }
-  }
-  if (absl::ConsumePrefix(&text, "__torch__.")) {
-    size_t length = 0;
-    while (length < text.size() &&
-           (absl::ascii_isalnum(text[length]) || text[length] == '_' || text[length] == '.')) {
-      ++length;
-    }
-    const absl::string_view name = text.substr(0, length);
-    text.remove_prefix(length);
-    return name == "Module" || absl::EndsWith(name, ".Module");
-  }
-  for (absl::string_view generic : {"List[", "Optional[", "Tuple[", "Dict["}) {
-    if (!absl::ConsumePrefix(&text, generic)) continue;
-    do {
-      if (!ConsumeType(text, depth + 1)) return false;
-    } while (absl::ConsumePrefix(&text, ", "));
-    return absl::ConsumePrefix(&text, "]");
-  }
-  return false;
-}
-
-bool ConsumeQuotedName(absl::string_view& text) {
-  if (!absl::ConsumePrefix(&text, "\"")) return false;
-  const size_t end = text.find_first_of("\"\\\n");
-  if (end == absl::string_view::npos || text[end] != '"') return false;
-  text.remove_prefix(end + 1);
-  return true;
-}
-
-bool IsIdentifier(absl::string_view text) {
-  if (text.empty() || absl::ascii_isdigit(text[0])) return false;
-  for (char c : text) {
-    if (!absl::ascii_isalnum(c) && c != '_') return false;
-  }
-  return true;
-}
-
-// One line of a class torch::serialize::OutputArchive writes:
-//   class Module(Module):
-//     __parameters__ = ["fc.weight", "fc.bias", ]     (or __buffers__)
-//     __annotations__ = []
-//     __annotations__["fc.weight"] = Tensor
-//     epoch : int
-bool IsArchiveClassLine(absl::string_view line) {
-  if (line == "class Module(Module):" || line == "  __annotations__ = []" || line.empty()) {
-    return true;
-  }
-  if (!absl::ConsumePrefix(&line, "  ")) return false;
-  if (absl::ConsumePrefix(&line, "__parameters__ = [") ||
-      absl::ConsumePrefix(&line, "__buffers__ = [")) {
-    while (ConsumeQuotedName(line)) {
-      if (!absl::ConsumePrefix(&line, ", ")) return false;
-    }
-    return line == "]";
-  }
-  if (absl::ConsumePrefix(&line, "__annotations__[")) {
-    return ConsumeQuotedName(line) && absl::ConsumePrefix(&line, "] = ") && ConsumeType(line) &&
-           line.empty();
-  }
-  const size_t colon = line.find(" : ");
-  if (colon == absl::string_view::npos || !IsIdentifier(line.substr(0, colon))) return false;
-  line.remove_prefix(colon + 3);
-  return ConsumeType(line) && line.empty();
-}
-
-// A checkpoint is a TorchScript archive, and LibTorch's importer compiles
-// the class definitions under code/ as TorchScript source: some damaged
-// sources crash it (a segfault in ScriptTypeParser::parseClassConstant for
-// a class constant with a misspelt name), which no try/catch can turn into
-// an error. So before LibTorch sees a file, every source in it must be of
-// the one form torch::serialize writes: attribute declarations, no code.
-absl::Status CheckArchiveSources(const std::string& path) {
-  absl::Status checked = CallTorch("", [&]() -> absl::Status {
-    caffe2::serialize::PyTorchStreamReader reader(path);
-    for (const std::string& record : reader.getAllRecords()) {
-      if (!absl::StartsWith(record, "code/") || !absl::EndsWith(record, ".py")) continue;
-      auto [data, size] = reader.getRecord(record);
-      const absl::string_view source(static_cast<const char*>(data.get()), size);
-      int number = 0;
-      for (absl::string_view line : absl::StrSplit(source, '\n')) {
-        ++number;
-        if (!IsArchiveClassLine(line)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              record, " line ", number, " is not an attribute declaration train writes: \"",
-              absl::CEscape(line.substr(0, 80)), "\""));
-        }
-      }
-    }
-    return absl::OkStatus();
-  });
-  if (!checked.ok()) {
-    std::string reason(checked.message());
-    if (reason.rfind(": ", 0) == 0) reason = reason.substr(2);
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": is not a checkpoint written by train (truncated or another format?): ", reason));
-  }
-  return absl::OkStatus();
-}
-
 // The tensors of a nested archive, in the order they were written.
 std::vector<std::pair<std::string, torch::Tensor>> TensorsOf(
     torch::serialize::InputArchive& archive) {
@@ -290,41 +94,6 @@ void ReadOptionalParts(torch::serialize::InputArchive& archive, CheckpointConten
 }  // namespace
 
 std::string ChecksumPathOf(const std::string& path) { return path + ".crc32c"; }
-
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  SyncedFile file(temporary, path);
-  file.Write(text.data(), text.size());
-  if (absl::Status written = file.Finish(); !written.ok()) {
-    std::error_code error;
-    std::filesystem::remove(temporary, error);
-    return written;
-  }
-  return RenameOver(temporary, path);
-}
-
-absl::Status CheckDirectoryWritable(const std::string& dir) {
-  std::error_code error;
-  std::filesystem::path existing = std::filesystem::absolute(dir, error);
-  // A path through a regular file does not exist either (ENOTDIR): the
-  // walk stops at that file, and the probe below names the reason.
-  while (!std::filesystem::exists(existing, error) && existing.has_relative_path()) {
-    existing = existing.parent_path();
-  }
-  std::string probe = (existing / ".train_write_check_XXXXXX").string();
-  const int fd = ::mkstemp(probe.data());
-  if (fd < 0) {
-    const int error_number = errno;
-    const bool missing = existing != std::filesystem::absolute(dir, error);
-    return absl::FailedPreconditionError(
-        absl::StrCat("output_dir: ", missing ? absl::StrCat("cannot create ", dir, ": ") : "",
-                     "cannot write in ", missing ? existing.string() : dir, ": ",
-                     std::strerror(error_number)));
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return absl::OkStatus();
-}
 
 absl::Status WriteCheckpoint(const std::string& path, Model& model, Optimizer& optimizer,
                              const CheckpointContents& contents) {

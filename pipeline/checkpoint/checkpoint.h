@@ -1,5 +1,10 @@
-#ifndef PIPELINE_TRAINER_CHECKPOINT_H_
-#define PIPELINE_TRAINER_CHECKPOINT_H_
+#ifndef PIPELINE_CHECKPOINT_CHECKPOINT_H_
+#define PIPELINE_CHECKPOINT_CHECKPOINT_H_
+
+// The checkpoint format: what train writes every so many steps and epochs
+// (weights, optimizer state, where in the run it was), checksummed, written
+// whole or not at all, and read back for --resume, predict and
+// export_weights.
 
 #include <iosfwd>
 #include <limits>
@@ -96,16 +101,7 @@ struct FoundCheckpoint {
 // it and the reason. nullopt when there is none.
 std::optional<FoundCheckpoint> FindLatestCheckpoint(const std::string& dir, std::ostream* log);
 
-// Writes `text` to `path` the same all-or-nothing way, with the same errors.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text);
-
-// Whether a file can be made in folder `dir`, or, where it does not exist
-// yet, in the nearest folder above it that does (where it would be made):
-// kFailedPrecondition naming `dir` and the reason ("Read-only file system",
-// "Not a directory") otherwise. Tried with a file that is removed again, so
-// it holds as root too, where permission bits stop nothing.
-absl::Status CheckDirectoryWritable(const std::string& dir);
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_TRAINER_CHECKPOINT_H_
+#endif  // PIPELINE_CHECKPOINT_CHECKPOINT_H_
