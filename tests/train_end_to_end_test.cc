@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "pipeline/config/config_loader.h"
 #include "pipeline/testing/torch_warnings.h"
-#include "pipeline/trainer/resolve.h"
+#include "pipeline/config/resolve.h"
 #include "pipeline/trainer/trainer.h"
 #include "pipeline/util/cpu_features.h"
 

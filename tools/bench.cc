@@ -86,7 +86,7 @@
 #include "pipeline/metrics/multiply_adds.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/compute_format.h"
-#include "pipeline/trainer/resolve.h"
+#include "pipeline/config/resolve.h"
 #include "pipeline/util/cpu_features.h"
 #include "pipeline/util/torch_version.h"
 #include "pipeline/util/autocast_compat.h"

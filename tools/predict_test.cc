@@ -27,7 +27,7 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/checkpoint/checkpoint.h"
-#include "pipeline/trainer/resolve.h"
+#include "pipeline/config/resolve.h"
 #include "pipeline/trainer/trainer.h"
 #include "pipeline/weights/build_model.h"
 #include "pipeline/weights/restore.h"

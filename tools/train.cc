@@ -30,7 +30,7 @@
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/registry/plugin_library.h"
 #include "pipeline/registry/registry.h"
-#include "pipeline/trainer/resolve.h"
+#include "pipeline/config/resolve.h"
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/trainer/trainer.h"
 #include "pipeline/trainer/run_setup.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "pipeline/trainer/hook_test_util.h"
+#include "pipeline/testing/hook_test_util.h"
 #include "torch/torch.h"
 
 namespace pipeline {

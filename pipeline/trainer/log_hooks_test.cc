@@ -13,7 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "pipeline/trainer/grad_scaler.h"
-#include "pipeline/trainer/hook_test_util.h"
+#include "pipeline/testing/hook_test_util.h"
 
 namespace pipeline {
 namespace {

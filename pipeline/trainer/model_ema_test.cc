@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "pipeline/trainer/hook_test_util.h"
+#include "pipeline/testing/hook_test_util.h"
 #include "torch/nn/modules/batchnorm.h"
 #include "torch/nn/modules/linear.h"
 

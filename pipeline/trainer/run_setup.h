@@ -25,7 +25,7 @@
 #include "pipeline/trainer/data_pipeline.h"
 #include "pipeline/trainer/grad_scaler.h"
 #include "pipeline/trainer/metric_set.h"
-#include "pipeline/trainer/trainer.h"
+#include "pipeline/trainer/run_options.h"
 
 namespace pipeline {
 

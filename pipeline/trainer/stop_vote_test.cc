@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/trainer/hook_test_util.h"
+#include "pipeline/testing/hook_test_util.h"
 
 namespace pipeline {
 namespace {

@@ -27,7 +27,7 @@
 #include "pipeline/trainer/metric_set.h"
 #include "pipeline/trainer/output_write_errors.h"
 #include "pipeline/trainer/progress_printer.h"
-#include "pipeline/trainer/trainer.h"
+#include "pipeline/trainer/run_options.h"
 
 namespace pipeline {
 

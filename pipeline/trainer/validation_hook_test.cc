@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/data/loader.h"
-#include "pipeline/trainer/hook_test_util.h"
+#include "pipeline/testing/hook_test_util.h"
 #include "pipeline/trainer/model_ema.h"
 
 namespace pipeline {

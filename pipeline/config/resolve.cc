@@ -1,4 +1,4 @@
-#include "pipeline/trainer/resolve.h"
+#include "pipeline/config/resolve.h"
 
 #include <cstdlib>
 #include <thread>

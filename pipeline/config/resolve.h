@@ -1,5 +1,5 @@
-#ifndef PIPELINE_TRAINER_RESOLVE_H_
-#define PIPELINE_TRAINER_RESOLVE_H_
+#ifndef PIPELINE_CONFIG_RESOLVE_H_
+#define PIPELINE_CONFIG_RESOLVE_H_
 
 // Turning a config as written into the config that runs: every default made
 // explicit (so the log shows exactly what ran), every plugin looked up by
@@ -31,4 +31,4 @@ void FillDefaults(google::protobuf::Message* message);
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_TRAINER_RESOLVE_H_
+#endif  // PIPELINE_CONFIG_RESOLVE_H_

@@ -1,5 +1,5 @@
-#ifndef PIPELINE_TRAINER_HOOK_TEST_UTIL_H_
-#define PIPELINE_TRAINER_HOOK_TEST_UTIL_H_
+#ifndef PIPELINE_TESTING_HOOK_TEST_UTIL_H_
+#define PIPELINE_TESTING_HOOK_TEST_UTIL_H_
 
 // A TrainContext for the hook tests: a tiny model, SGD, a cross-entropy
 // loss, the config's metrics, and a strategy whose communicator plays one
@@ -40,7 +40,7 @@
 #include "pipeline/trainer/metric_set.h"
 #include "pipeline/trainer/output_write_errors.h"
 #include "pipeline/trainer/progress_printer.h"
-#include "pipeline/trainer/trainer.h"
+#include "pipeline/trainer/run_options.h"
 #include "pipeline/trainer/trainer_hook.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
@@ -339,4 +339,4 @@ class HookTestRun {
 }  // namespace testing
 }  // namespace pipeline
 
-#endif  // PIPELINE_TRAINER_HOOK_TEST_UTIL_H_
+#endif  // PIPELINE_TESTING_HOOK_TEST_UTIL_H_
