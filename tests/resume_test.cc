@@ -20,10 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/testing/background_process.h"
 #include "pipeline/testing/deterministic_run.h"
 #include "pipeline/testing/same_weights.h"
-#include "pipeline/checkpoint/checkpoint.h"
 
 namespace pipeline {
 namespace {

@@ -26,10 +26,10 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/testing/command.h"
 #include "pipeline/testing/same_weights.h"
 #include "pipeline/testing/small_cnn_run.h"
-#include "pipeline/checkpoint/checkpoint.h"
 
 namespace pipeline {
 namespace {

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/testing/command.h"
 #include "pipeline/image/image_codec.h"
+#include "pipeline/testing/command.h"
 
 namespace pipeline {
 namespace {

@@ -10,8 +10,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/config/config_loader.h"
-#include "pipeline/testing/torch_warnings.h"
 #include "pipeline/config/resolve.h"
+#include "pipeline/testing/torch_warnings.h"
 #include "pipeline/trainer/trainer.h"
 #include "pipeline/util/cpu_features.h"
 

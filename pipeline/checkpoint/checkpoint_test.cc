@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/temp_path.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
 
@@ -25,10 +26,7 @@ class TinyModel : public Model {
   torch::nn::Linear linear_;
 };
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
+using testing::TempPath;
 
 TEST(CheckpointTest, KeepsTheLossScaleOfFloat16Runs) {
   TinyModel model;

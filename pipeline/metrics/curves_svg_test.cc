@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/temp_path.h"
 
 namespace pipeline {
 namespace {
@@ -106,7 +107,7 @@ TEST(CurvesSvgTest, OneEpochAndMissingValidation) {
 }
 
 TEST(CurvesSvgTest, WritesTheFile) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/curves.svg";
+  const std::string path = testing::TempPath("curves.svg");
   ASSERT_TRUE(WriteCurvesSvg(path, ThreeEpochs(), "t").ok());
   std::ifstream file(path);
   std::stringstream text;

@@ -11,6 +11,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "pipeline/metrics/crc32c.h"
+#include "pipeline/testing/temp_path.h"
 
 namespace pipeline {
 namespace {
@@ -133,7 +134,7 @@ std::vector<std::string> ReadRecords(const std::string& path) {
 }
 
 TEST(EventFileWriterTest, TensorBoardCanReadTheFile) {
-  const fs::path dir = fs::path(std::getenv("TEST_TMPDIR")) / "events";
+  const fs::path dir = fs::path(testing::TempPath("events"));
   fs::create_directories(dir);
   auto writer = EventFileWriter::Create(dir.string());
   ASSERT_TRUE(writer.ok()) << writer.status();

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/temp_path.h"
 #include "torch/nn/modules/batchnorm.h"
 #include "torch/nn/modules/container/sequential.h"
 #include "torch/nn/modules/linear.h"
@@ -75,7 +76,7 @@ TEST(StateDictEntriesMatchTest, NamesTheFirstDifference) {
 }
 
 TEST(ReadStateDictFixtureTest, ReadsKeysAndShapes) {
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/fixture.txt";
+  const std::string path = testing::TempPath("fixture.txt");
   std::ofstream(path) << "conv.weight 8x3x3x3\nbn.num_batches_tracked scalar\n";
   auto entries = ReadStateDictFixture(path);
   ASSERT_TRUE(entries.ok()) << entries.status();
@@ -85,7 +86,7 @@ TEST(ReadStateDictFixtureTest, ReadsKeysAndShapes) {
 
 TEST(ReadStateDictFixtureTest, RejectsMissingAndMalformedFiles) {
   EXPECT_EQ(ReadStateDictFixture("no/such/file.txt").status().code(), absl::StatusCode::kNotFound);
-  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/bad.txt";
+  const std::string path = testing::TempPath("bad.txt");
   std::ofstream(path) << "conv.weight 8x3x3x3\nlonely\n";
   EXPECT_EQ(ReadStateDictFixture(path).status().message(),
             path + ":2: \"lonely\" is not `<key> <shape>`");

@@ -12,8 +12,8 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "pipeline/trainer/grad_scaler.h"
 #include "pipeline/testing/hook_test_util.h"
+#include "pipeline/trainer/grad_scaler.h"
 
 namespace pipeline {
 namespace {

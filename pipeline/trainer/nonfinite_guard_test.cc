@@ -7,8 +7,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/trainer/grad_scaler.h"
 #include "pipeline/testing/hook_test_util.h"
+#include "pipeline/trainer/grad_scaler.h"
 
 namespace pipeline {
 namespace {

@@ -13,10 +13,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "pipeline/registry/plugin_abi.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/stubs/common.h"
 #include "jconfig.h"
+#include "pipeline/registry/plugin_abi.h"
 #include "pipeline/util/torch_version.h"
 
 namespace pipeline {

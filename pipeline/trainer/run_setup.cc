@@ -15,10 +15,10 @@
 #include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/output_write_errors.h"
 #include "pipeline/trainer/run_info.h"
+#include "pipeline/util/durable_file.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/weights/build_model.h"
 #include "pipeline/weights/pretrained.h"
-#include "pipeline/util/durable_file.h"
 #include "torch/utils.h"
 
 namespace pipeline {

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/config/pipeline.pb.h"
 #include "pipeline/interfaces/loss.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/optimizer.h"
 #include "pipeline/interfaces/schedule.h"
 #include "pipeline/interfaces/strategy.h"
-#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/data_pipeline.h"
 #include "pipeline/trainer/grad_scaler.h"

@@ -22,8 +22,8 @@
 #include "pipeline/trainer/trainer_hook.h"
 #include "pipeline/trainer/validation_feedback.h"
 #include "pipeline/trainer/validation_hook.h"
-#include "pipeline/util/status_macros.h"
 #include "pipeline/util/durable_file.h"
+#include "pipeline/util/status_macros.h"
 
 namespace pipeline {
 namespace {

@@ -10,10 +10,8 @@
 namespace pipeline {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
+// gtest's TempDir is Bazel's TEST_TMPDIR, with a trailing slash.
+std::string TempPath(const std::string& name) { return ::testing::TempDir() + name; }
 
 TEST(DurableFileTest, WriteFileAtomicallyReplacesTheFileAndLeavesNoTemporary) {
   const std::string path = TempPath("atomic.txt");

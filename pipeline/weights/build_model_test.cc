@@ -12,6 +12,7 @@
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "pipeline/registry/registry.h"
+#include "pipeline/testing/temp_path.h"
 #include "pipeline/weights/pretrained.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -96,7 +97,7 @@ std::string WriteWeights(const std::string& name, int64_t num_classes = 3) {
     tensor = tensor.detach().clone();
     if (tensor.is_floating_point()) tensor.uniform_(0.5, 1.5);
   }
-  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+  const std::string path = testing::TempPath(name);
   EXPECT_TRUE(WriteStateDict(path, tensors).ok());
   return path;
 }
@@ -227,7 +228,7 @@ TEST(BuildModelTest, WeightsThatDoNotFitNameTheFieldAndEveryTensor) {
 }
 
 TEST(BuildModelTest, FreezingAModelWithoutAHeadNamesTheField) {
-  const std::string path = absl::StrCat(std::getenv("TEST_TMPDIR"), "/headless.pt");
+  const std::string path = testing::TempPath("headless.pt");
   Headless source;
   ASSERT_TRUE(WriteStateDict(path, StateDictOf(source)).ok());
   auto model = BuildModel(Config(absl::StrCat("name: \"build_model_test_headless\" weights: \"",

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/config/pipeline.pb.h"
 #include "pipeline/interfaces/model.h"
-#include "pipeline/checkpoint/checkpoint.h"
 
 namespace pipeline {
 

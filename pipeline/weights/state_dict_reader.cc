@@ -12,9 +12,9 @@
 #include "absl/strings/str_join.h"
 #include "caffe2/serialize/inline_container.h"
 #include "pipeline/checkpoint/checkpoint.h"
+#include "pipeline/util/durable_file.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
-#include "pipeline/util/durable_file.h"
 #include "torch/serialize.h"
 
 namespace pipeline {

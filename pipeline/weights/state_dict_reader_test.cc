@@ -12,8 +12,9 @@
 #include "caffe2/serialize/inline_container.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "pipeline/interfaces/model.h"
 #include "pipeline/checkpoint/checkpoint.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/testing/temp_path.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/adam.h"
 #include "torch/optim/adamw.h"
@@ -29,10 +30,7 @@ std::string Fixture(const std::string& name) {
   return "pipeline/weights/testdata/small_cnn_" + name + ".pt";
 }
 
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return absl::StrCat(dir ? dir : "/tmp", "/", name);
-}
+using testing::TempPath;
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream file(path, std::ios::binary);

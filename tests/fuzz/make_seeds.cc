@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "pipeline/interfaces/model.h"
 #include "pipeline/checkpoint/checkpoint.h"
-#include "pipeline/weights/state_dict_reader.h"
 #include "pipeline/image/image_codec.h"
 #include "pipeline/image/libpng_writer.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/weights/state_dict_reader.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "pipeline/checkpoint/checkpoint.h"
+#include "pipeline/testing/temp_path.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "tests/fuzz/fuzz_check.h"
 
@@ -22,9 +23,8 @@ namespace {
 // rewritten for every input.
 const std::string& InputPath() {
   static const std::string* path = [] {
-    const char* dir = std::getenv("TEST_TMPDIR");
-    return new std::string(std::string(dir != nullptr ? dir : "/tmp") + "/fuzz_weights_" +
-                           std::to_string(::getpid()) + ".pt");
+    return new std::string(
+        pipeline::testing::TempPath("fuzz_weights_" + std::to_string(::getpid()) + ".pt"));
   }();
   return *path;
 }

@@ -24,8 +24,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/layers/batch_norm.h"
+#include "pipeline/util/status_macros.h"
+#include "plugins/models/common/dropout.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v2/mobilenet_v2.pb.h"
 #include "torch/nn/init.h"
@@ -34,8 +36,6 @@
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/dropout.h"
 #include "torch/nn/modules/linear.h"
-#include "plugins/models/common/dropout.h"
-#include "pipeline/util/status_macros.h"
 
 namespace pipeline {
 namespace {

@@ -25,8 +25,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/layers/batch_norm.h"
+#include "pipeline/util/status_macros.h"
+#include "plugins/models/common/dropout.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/mobilenet_v3/mobilenet_v3.pb.h"
 #include "torch/nn/init.h"
@@ -36,8 +38,6 @@
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/dropout.h"
 #include "torch/nn/modules/linear.h"
-#include "plugins/models/common/dropout.h"
-#include "pipeline/util/status_macros.h"
 
 namespace pipeline {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "pipeline/layers/batch_norm.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
