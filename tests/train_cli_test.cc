@@ -9,6 +9,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -280,26 +282,21 @@ TEST(TrainCliTest, ATopKBeyondTheClassesIsAConfigError) {
 }
 
 TEST(TrainCliTest, AMovedFieldNamesItsNewPlace) {
-  const std::string path = WriteConfig(
-      "label_smoothing.textproto",
-      "model { name: \"small_cnn\" } train_data { dataset { name: \"fashion_mnist\" } }\n"
-      "trainer { label_smoothing: 0.1 }\n");
-  ExpectOneCleanError(RunTrain("--config=" + path),
-                      path + " is not a valid config:\n"
-                      "trainer.label_smoothing: moved to the loss; write loss { name: "
-                      "\"cross_entropy\" options { label_smoothing: 0.1 } } instead");
-}
-
-TEST(TrainCliTest, TheMovedChannelsLastFieldNamesMemoryFormat) {
-  const std::string path = WriteConfig(
-      "channels_last.textproto",
-      "model { name: \"small_cnn\" } train_data { dataset { name: \"fashion_mnist\" } }\n"
-      "trainer { channels_last: true }\n");
-  ExpectOneCleanError(RunTrain("--config=" + path),
-                      path + " is not a valid config:\n"
-                      "trainer.channels_last: moved; write trainer { memory_format: "
-                      "CHANNELS_LAST } instead (or memory_format: AUTO, channels-last where it "
-                      "runs faster)");
+  const std::vector<std::pair<std::string, std::string>> moved = {
+      {"label_smoothing: 0.1",
+       "trainer.label_smoothing: moved to the loss; write loss { name: \"cross_entropy\" "
+       "options { label_smoothing: 0.1 } } instead"},
+      {"channels_last: true",
+       "trainer.channels_last: moved; write trainer { memory_format: CHANNELS_LAST } instead "
+       "(or memory_format: AUTO, channels-last where it runs faster)"},
+  };
+  for (const auto& [field, error] : moved) {
+    const std::string path = WriteConfig(
+        "moved.textproto",
+        "model { name: \"small_cnn\" } train_data { dataset { name: \"fashion_mnist\" } }\n"
+        "trainer { " + field + " }\n");
+    ExpectOneCleanError(RunTrain("--config=" + path), path + " is not a valid config:\n" + error);
+  }
 }
 
 // oneDNN capped below its bf16 kernels (ONEDNN_MAX_CPU_ISA=AVX2) makes any
