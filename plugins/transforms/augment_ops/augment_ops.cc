@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/image/image_ops.h"
 #include "pipeline/util/status_macros.h"
+#include "plugins/transforms/augment_ops/color_adjust.h"
 #include "plugins/transforms/augment_ops/color_ops.h"
-#include "plugins/transforms/color_jitter/color_jitter.h"
 
 namespace pipeline {
 namespace augment_ops {
@@ -63,17 +63,17 @@ absl::Status ApplyColorOp(Image& image, const OpCall& call) {
   switch (call.op) {
     case Op::kBrightness: {
       ASSIGN_OR_RETURN(const double factor, Factor(call));
-      color_jitter::AdjustBrightness(image, factor);
+      color_adjust::AdjustBrightness(image, factor);
       return absl::OkStatus();
     }
     case Op::kColor: {
       ASSIGN_OR_RETURN(const double factor, Factor(call));
-      color_jitter::AdjustSaturation(image, factor);
+      color_adjust::AdjustSaturation(image, factor);
       return absl::OkStatus();
     }
     case Op::kContrast: {
       ASSIGN_OR_RETURN(const double factor, Factor(call));
-      color_jitter::AdjustContrast(image, factor);
+      color_adjust::AdjustContrast(image, factor);
       return absl::OkStatus();
     }
     case Op::kSharpness: {

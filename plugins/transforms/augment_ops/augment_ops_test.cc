@@ -10,10 +10,10 @@
 
 #include "gtest/gtest.h"
 #include "pipeline/image/test_images.h"
+#include "pipeline/testing/torchvision_fixture.h"
 #include "pipeline/util/simd.h"
 #include "plugins/transforms/augment_ops/affine.h"
 #include "plugins/transforms/augment_ops/color_ops.h"
-#include "plugins/transforms/pad/torchvision_fixture.h"
 
 namespace pipeline {
 namespace {

@@ -1,10 +1,10 @@
 #ifndef PLUGINS_TRANSFORMS_COLOR_JITTER_COLOR_JITTER_H_
 #define PLUGINS_TRANSFORMS_COLOR_JITTER_COLOR_JITTER_H_
 
-// torchvision's ColorJitter split for the transform and its tests: the four
-// adjustments (torchvision.transforms.functional_tensor's adjust_*, with its
-// float32 arithmetic and its truncation to uint8, so u8 results match
-// bit for bit), and the drawing of their order and factors.
+// torchvision's ColorJitter split for the transform and its tests: the
+// drawing of the four adjustments' order and factors, and applying them
+// (the adjustments themselves are augment_ops/color_adjust.h, shared with
+// TrivialAugmentWide and RandAugment).
 
 #include <array>
 #include <optional>
@@ -18,15 +18,6 @@ namespace color_jitter {
 
 // torchvision's fn_idx values.
 enum Op { kBrightness = 0, kContrast = 1, kSaturation = 2, kHue = 3 };
-
-// In place, on a u8 or f32 image of 1 or 3 channels (the caller checks).
-// Saturation and hue leave 1-channel images unchanged, as torchvision does.
-// Factors are doubles, as Python passes them; torchvision rounds them to
-// float32 where it multiplies.
-void AdjustBrightness(Image& image, double factor);
-void AdjustContrast(Image& image, double factor);
-void AdjustSaturation(Image& image, double factor);
-void AdjustHue(Image& image, double factor);
 
 struct Range {
   double min = 0;

@@ -1,3 +1,4 @@
+#include "plugins/transforms/augment_ops/color_adjust.h"
 #include "plugins/transforms/color_jitter/color_jitter.h"
 
 #include <array>
@@ -9,7 +10,7 @@
 #include "pipeline/image/test_images.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "plugins/transforms/pad/torchvision_fixture.h"
+#include "pipeline/testing/torchvision_fixture.h"
 
 namespace pipeline {
 namespace {
@@ -45,16 +46,16 @@ TEST(ColorJitterTest, EachAdjustmentMatchesTorchvision) {
   };
   for (const char* kind : {"u8", "f32"}) {
     for (const Case& c : {
-             Case{"brightness_1p37", color_jitter::AdjustBrightness, 1.37},
-             Case{"brightness_0p6", color_jitter::AdjustBrightness, 0.6},
-             Case{"contrast_0p55", color_jitter::AdjustContrast, 0.55},
-             Case{"contrast_1p8", color_jitter::AdjustContrast, 1.8},
-             Case{"saturation_0p3", color_jitter::AdjustSaturation, 0.3},
-             Case{"saturation_1p7", color_jitter::AdjustSaturation, 1.7},
-             Case{"hue_0p23", color_jitter::AdjustHue, 0.23},
-             Case{"hue_m0p41", color_jitter::AdjustHue, -0.41},
-             Case{"brightness_gray", color_jitter::AdjustBrightness, 1.37},
-             Case{"contrast_gray", color_jitter::AdjustContrast, 0.55},
+             Case{"brightness_1p37", color_adjust::AdjustBrightness, 1.37},
+             Case{"brightness_0p6", color_adjust::AdjustBrightness, 0.6},
+             Case{"contrast_0p55", color_adjust::AdjustContrast, 0.55},
+             Case{"contrast_1p8", color_adjust::AdjustContrast, 1.8},
+             Case{"saturation_0p3", color_adjust::AdjustSaturation, 0.3},
+             Case{"saturation_1p7", color_adjust::AdjustSaturation, 1.7},
+             Case{"hue_0p23", color_adjust::AdjustHue, 0.23},
+             Case{"hue_m0p41", color_adjust::AdjustHue, -0.41},
+             Case{"brightness_gray", color_adjust::AdjustBrightness, 1.37},
+             Case{"contrast_gray", color_adjust::AdjustContrast, 0.55},
          }) {
       const std::string name = std::string("color_jitter_") + c.fixture + "_" + kind;
       SCOPED_TRACE(name);
@@ -86,8 +87,8 @@ TEST(ColorJitterTest, SaturationAndHueLeaveGrayImagesAlone) {
   // torchvision's tensor ops return 1-channel images unchanged (as PIL).
   const Image gray = testing::CountingU8Image(4, 5, 1);
   Image image = gray;
-  color_jitter::AdjustSaturation(image, 0.1);
-  color_jitter::AdjustHue(image, 0.3);
+  color_adjust::AdjustSaturation(image, 0.1);
+  color_adjust::AdjustHue(image, 0.3);
   EXPECT_EQ(image.u8, gray.u8);
   Params params;
   params.saturation = 0.0;

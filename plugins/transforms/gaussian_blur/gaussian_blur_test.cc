@@ -9,7 +9,7 @@
 #include "pipeline/image/test_images.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "plugins/transforms/pad/torchvision_fixture.h"
+#include "pipeline/testing/torchvision_fixture.h"
 
 namespace pipeline {
 namespace {

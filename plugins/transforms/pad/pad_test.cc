@@ -6,8 +6,8 @@
 #include "pipeline/image/test_images.h"
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/torchvision_fixture.h"
 #include "plugins/transforms/pad/padding.h"
-#include "plugins/transforms/pad/torchvision_fixture.h"
 
 namespace pipeline {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef PLUGINS_TRANSFORMS_PAD_TORCHVISION_FIXTURE_H_
-#define PLUGINS_TRANSFORMS_PAD_TORCHVISION_FIXTURE_H_
+#ifndef PIPELINE_TESTING_TORCHVISION_FIXTURE_H_
+#define PIPELINE_TESTING_TORCHVISION_FIXTURE_H_
 
 // Reads the fixtures tools/fixtures/torchvision_transforms.py writes (an
 // input image and torchvision's output for it, in CHW text) and compares a
@@ -119,4 +119,4 @@ inline ::testing::AssertionResult ImagesNear(const Image& actual, const Image& e
 }  // namespace testing
 }  // namespace pipeline
 
-#endif  // PLUGINS_TRANSFORMS_PAD_TORCHVISION_FIXTURE_H_
+#endif  // PIPELINE_TESTING_TORCHVISION_FIXTURE_H_
