@@ -6,17 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/interfaces/metric_value.h"
 #include "pipeline/registry/registry.h"
 #include "torch/types.h"
 
 namespace pipeline {
-
-// One named figure of a metric ("acc", "acc_top5", "class_acc/cat").
-// Reported as train_<name> and val_<name>.
-struct MetricValue {
-  std::string name;
-  double value = 0;
-};
 
 // A measure of predictions against labels over a whole pass (an epoch's
 // training batches, or the validation set), built from sums so that passes

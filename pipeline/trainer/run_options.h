@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/interfaces/metric_value.h"
+
 namespace pipeline {
 
 struct TrainSummary {
@@ -23,7 +25,7 @@ struct TrainSummary {
   double val_accuracy = 0;
   // Every figure of the last epoch: train_loss, train_acc, ..., val_loss,
   // val_acc, ... (one per configured metric value).
-  std::vector<std::pair<std::string, double>> figures;
+  std::vector<MetricValue> figures;
   double images_per_sec = 0;  // training images over training time, all processes
   double wall_seconds = 0;
   // Samples that failed to load and were skipped (on_bad_sample: SKIP), all

@@ -80,7 +80,7 @@ class TrainingLoop {
       for (auto& hook : hooks_) RETURN_IF_ERROR(hook->OnEpochEnd(context_, report));
       summary.figures.clear();
       for (const Figure& figure : report.figures) {
-        summary.figures.emplace_back(figure.name, figure.value);
+        summary.figures.push_back({figure.name, figure.value});
       }
       summary.train_loss = report.Value("train_loss");
       summary.train_accuracy = report.Value("train_acc");
