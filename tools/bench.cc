@@ -55,7 +55,6 @@
 
 #include "ATen/Parallel.h"
 #include "ATen/TensorOperators.h"
-#include "ATen/autocast_mode.h"
 #include "ATen/ops/cross_entropy_loss.h"
 #include "ATen/ops/empty.h"
 #include "ATen/ops/from_blob.h"
@@ -86,8 +85,8 @@
 #include "pipeline/interfaces/transform.h"
 #include "pipeline/metrics/multiply_adds.h"
 #include "pipeline/registry/registry.h"
+#include "pipeline/trainer/autocast.h"
 #include "pipeline/trainer/compute_format.h"
-#include "pipeline/util/autocast_compat.h"
 #include "pipeline/util/cpu_features.h"
 #include "pipeline/util/torch_version.h"
 #include "pipeline/weights/build_model.h"
@@ -199,15 +198,10 @@ ComputeResult ComputeCeiling(const PipelineConfig& config, int64_t height, int64
   const at::Tensor labels = at::randint(classes, {batch_size}, at::kLong);
   const double steps = StepsPerSecond([&] {
     optimizer->zero_grad();
-    if (bf16) {
-      // As the trainer's trainer.precision: BF16_AUTOCAST.
-      SetAutocastDtype(at::kCPU, at::kBFloat16);
-      SetAutocastEnabled(at::kCPU, true);
-    }
-    at::cross_entropy_loss(model->forward(images), labels).backward();
-    if (bf16) {
-      SetAutocastEnabled(at::kCPU, false);
-      at::autocast::clear_cache();
+    {
+      // As the trainer runs a step's forward and backward.
+      AutocastScope autocast(bf16 ? TrainerConfig::BF16_AUTOCAST : TrainerConfig::FP32);
+      at::cross_entropy_loss(model->forward(images), labels).backward();
     }
     optimizer->step();
   });

@@ -16,19 +16,18 @@ namespace pipeline {
 // scope ends, before the optimizer changes them.
 class AutocastScope {
  public:
-  explicit AutocastScope(const TrainerConfig& trainer)
+  explicit AutocastScope(TrainerConfig::Precision precision)
       // AUTO is decided before training (compute_format.h) and never
       // reaches here; anything but the two autocasts runs in float32.
-      : enabled_(trainer.precision() == TrainerConfig::BF16_AUTOCAST ||
-                 trainer.precision() == TrainerConfig::FP16_AUTOCAST) {
+      : enabled_(precision == TrainerConfig::BF16_AUTOCAST ||
+                 precision == TrainerConfig::FP16_AUTOCAST) {
     if (!enabled_) return;
-    if (trainer.precision() == TrainerConfig::BF16_AUTOCAST) {
+    if (precision == TrainerConfig::BF16_AUTOCAST) {
       SetAutocastDtype(at::kCPU, at::kBFloat16);
       SetAutocastEnabled(at::kCPU, true);
     }
-    SetAutocastDtype(at::kCUDA, trainer.precision() == TrainerConfig::FP16_AUTOCAST
-                                    ? at::kHalf
-                                    : at::kBFloat16);
+    SetAutocastDtype(at::kCUDA,
+                     precision == TrainerConfig::FP16_AUTOCAST ? at::kHalf : at::kBFloat16);
     SetAutocastEnabled(at::kCUDA, true);
   }
   ~AutocastScope() {

@@ -27,9 +27,6 @@ DeviceNumerics DescribeCpu() {
   numerics.description =
       absl::StrCat("CPU ", CpuDescription(cpu), " with ", CpuIsaSummary(cpu));
   numerics.bf16 = CpuBf16Support(cpu);
-  if (cpu.model_name.empty() && cpu.family < 0) {
-    numerics.bf16 = {false, "an unknown CPU (/proc/cpuinfo names none), so float32"};
-  }
   return numerics;
 }
 
@@ -69,6 +66,11 @@ double FastestSeconds(const std::function<void()>& step, int repeats) {
   return best;
 }
 
+constexpr char kProbe[] =
+    "a start-up probe (one small convolution step, forward and backward)";
+constexpr char kUseInstead[] =
+    "Use precision: AUTO (float32 here, bf16 where the CPU has it) or FP32";
+
 std::string ChannelsLastReason(const TrainerConfig& trainer, bool autocast) {
   if (trainer.memory_format() != MemoryFormat::AUTO) return "";
   return autocast ? "; memory_format: AUTO chose CHANNELS_LAST (autocast kernels run in NHWC)"
@@ -83,19 +85,16 @@ DeviceNumerics DescribeDevice(const torch::Device& device) {
 }
 
 absl::StatusOr<double> MeasureCpuBf16Slowdown(bool channels_last) {
-  torch::NoGradGuard no_grad_outside;
   torch::manual_seed(0);
   const auto format = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
   const torch::Tensor input = torch::randn({8, 16, 28, 28}).contiguous(format);
-  torch::Tensor weight = torch::randn({16, 16, 3, 3}).contiguous(format);
+  const torch::Tensor weight = torch::randn({16, 16, 3, 3}).contiguous(format);
   auto step = [&](bool bf16, const torch::Tensor& x) {
     torch::AutoGradMode grad(true);
     const torch::Tensor w = weight.detach().requires_grad_(true);
-    TrainerConfig precision;
-    precision.set_precision(bf16 ? TrainerConfig::BF16_AUTOCAST : TrainerConfig::FP32);
     torch::Tensor loss;
     {
-      AutocastScope autocast(precision);
+      AutocastScope autocast(bf16 ? TrainerConfig::BF16_AUTOCAST : TrainerConfig::FP32);
       loss = torch::nn::functional::conv2d(x, w,
                                            torch::nn::functional::Conv2dFuncOptions().padding(1))
                  .to(at::kFloat)
@@ -143,19 +142,17 @@ absl::StatusOr<ComputeFormat> ChooseComputeFormat(
                                            device.description, ", has ", device.bf16.detail);
     const absl::StatusOr<double> slowdown = measure_slowdown(format.channels_last);
     if (!slowdown.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          lacks, ", and a start-up probe (one small convolution step, forward and backward) "
-          "could not run in bf16 at all (", slowdown.status().message(),
-          "). Use precision: AUTO (float32 here, bf16 where the CPU has it) or FP32"));
+      return absl::InvalidArgumentError(absl::StrCat(lacks, ", and ", kProbe,
+                                                     " could not run in bf16 at all (",
+                                                     slowdown.status().message(), "). ",
+                                                     kUseInstead));
     }
-    const std::string measured = absl::StrFormat(
-        "a start-up probe (one small convolution step, forward and backward) ran %.0fx slower "
-        "in bf16 than in float32", *slowdown);
+    const std::string measured =
+        absl::StrFormat("%s ran %.0fx slower in bf16 than in float32", kProbe, *slowdown);
     if (!trainer.allow_emulated_bf16()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          lacks, ": bf16 would run emulated, and ", measured,
-          ". Use precision: AUTO (float32 here, bf16 where the CPU has it) or FP32, or set "
-          "trainer.allow_emulated_bf16: true to run emulated bf16 anyway"));
+          lacks, ": bf16 would run emulated, and ", measured, ". ", kUseInstead,
+          ", or set trainer.allow_emulated_bf16: true to run emulated bf16 anyway"));
     }
     absl::StrAppend(&format.reason, "; bf16 is emulated on this CPU (", device.bf16.detail,
                     ") and allow_emulated_bf16 is set: ", measured);

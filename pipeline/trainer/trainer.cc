@@ -258,7 +258,7 @@ class TrainingLoop {
       const torch::Tensor labels =
           batch.targets.defined() ? batch.targets.argmax(1) : batch.labels;
       run_.strategy->SetGradientSynchronization(k + 1 == accumulate);
-      AutocastScope autocast(trainer);
+      AutocastScope autocast(trainer.precision());
       ASSIGN_OR_RETURN(StepOutput output,
                        run_.strategy->ForwardBackward(*run_.model,
                                                       ModelInput(batch.images, trainer), targets,

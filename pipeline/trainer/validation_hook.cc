@@ -25,7 +25,7 @@ absl::StatusOr<Evaluation> Evaluate(TrainContext& context, DataPipeline& data,
       if (!batch) break;
       torch::Tensor logits;
       {
-        AutocastScope autocast(trainer);
+        AutocastScope autocast(trainer.precision());
         ASSIGN_OR_RETURN(logits, context.strategy.Forward(context.model,
                                                           ModelInput(batch->images, trainer)));
       }

@@ -77,6 +77,9 @@ const CpuFeatures& HostCpuFeatures() {
 }
 
 Bf16Support CpuBf16Support(const CpuFeatures& cpu) {
+  if (cpu.model_name.empty() && cpu.family < 0) {
+    return {false, "an unknown CPU (/proc/cpuinfo names none), so float32"};
+  }
   std::vector<std::string> native;
   if (cpu.avx512_bf16) native.push_back("AVX-512 BF16");
   if (cpu.amx_bf16) native.push_back("AMX-BF16");

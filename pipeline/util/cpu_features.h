@@ -35,7 +35,8 @@ const CpuFeatures& HostCpuFeatures();
 struct Bf16Support {
   bool native = false;
   // "AVX-512 BF16" / "AMX-BF16" when native; otherwise what is missing:
-  // "no AVX-512 BF16 and no AMX-BF16", or the oneDNN cap that hides them.
+  // "no AVX-512 BF16 and no AMX-BF16", the oneDNN cap that hides them, or
+  // that the CPU is unknown (no /proc/cpuinfo entry to read).
   std::string detail;
 };
 Bf16Support CpuBf16Support(const CpuFeatures& cpu);

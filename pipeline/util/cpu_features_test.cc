@@ -71,6 +71,7 @@ TEST(CpuFeaturesTest, AnUnreadableCpuInfoIsAnUnknownCpuWithoutBf16) {
   const CpuFeatures cpu = ParseCpuInfo("", "");
   EXPECT_EQ(CpuDescription(cpu), "an unknown CPU");
   EXPECT_FALSE(CpuBf16Support(cpu).native);
+  EXPECT_EQ(CpuBf16Support(cpu).detail, "an unknown CPU (/proc/cpuinfo names none), so float32");
 }
 
 }  // namespace
