@@ -88,6 +88,7 @@
 #include "pipeline/trainer/autocast.h"
 #include "pipeline/trainer/compute_format.h"
 #include "pipeline/util/cpu_features.h"
+#include "pipeline/util/subprocess.h"
 #include "pipeline/util/torch_version.h"
 #include "pipeline/weights/build_model.h"
 #include "tools/jpeg_corpus.h"
@@ -216,36 +217,31 @@ struct ProcessResult {
   double peak_rss_mb = 0;
 };
 
-// Runs `argv` with `env` added to this process's environment; stdout and
-// stderr together in `output`; the peak resident memory of the child and
-// everything it waited for.
-// Starts argv[0] with `env` added, its output going to `log`.
-pid_t StartProcess(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                   const std::string& log) {
-  // Unwritten output would otherwise be written again by the child.
-  std::cout.flush();
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::FILE* out = std::freopen(log.c_str(), "w", stdout);
-    if (out == nullptr) ::_exit(127);
-    ::dup2(STDOUT_FILENO, STDERR_FILENO);
-    for (const std::string& assignment : env) ::putenv(const_cast<char*>(assignment.c_str()));
-    std::vector<char*> args;
-    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
+// Starts argv[0] with `env` ("NAME=value") added, its stdout and stderr
+// going to `log`. Null (after saying why) when it cannot be started.
+std::unique_ptr<Subprocess> StartProcess(const std::vector<std::string>& argv,
+                                         const std::vector<std::string>& env,
+                                         const std::string& log) {
+  SubprocessOptions options;
+  options.argv = argv;
+  options.environment = env;
+  options.output = SubprocessOptions::Output::kFile;
+  options.output_file = log;
+  auto child = Subprocess::Start(options);
+  if (!child.ok()) {
+    std::cerr << "bench: " << child.status().message() << "\n";
+    return nullptr;
   }
-  return pid;
+  return std::move(*child);
 }
 
-ProcessResult WaitProcess(pid_t pid, const std::string& log) {
+// Waits for `child` (null: never started): its exit, its output from `log`,
+// and the peak resident memory of it and everything it waited for.
+ProcessResult WaitProcess(std::unique_ptr<Subprocess> child, const std::string& log) {
   ProcessResult result;
-  int status = 0;
+  if (child == nullptr) return result;
   struct rusage usage {};
-  ::wait4(pid, &status, 0, &usage);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = child->Wait(&usage);
   result.peak_rss_mb = usage.ru_maxrss / 1024.0;
   std::ifstream file(log);
   std::stringstream text;
@@ -1221,12 +1217,12 @@ int Main() {
         RunProcess({train, "--config=" + WriteConfig("single.textproto", single)}), single_label);
     if (single_rate) table.Add({single_label, absl::StrFormat("%.1f", *single_rate), "-", "-"});
 
-    std::vector<pid_t> pids;
+    std::vector<std::unique_ptr<Subprocess>> children;
     std::vector<std::string> logs;
     for (int i = 0; i < 2; ++i) {
       const std::string name = absl::StrCat("independent", i);
       logs.push_back(FLAGS_work_dir + "/" + name + "_output.txt");
-      pids.push_back(StartProcess(
+      children.push_back(StartProcess(
           {train, "--config=" + WriteConfig(name + ".textproto", config_for(false, name))}, {},
           logs.back()));
     }
@@ -1234,7 +1230,7 @@ int Main() {
     const std::string independent_label =
         "the same, 2 independent processes at once (no communication)";
     for (int i = 0; i < 2; ++i) {
-      const std::optional<double> rate = rate_of(WaitProcess(pids[i], logs[i]), independent_label);
+      const std::optional<double> rate = rate_of(WaitProcess(std::move(children[i]), logs[i]), independent_label);
       independent_rate = rate && independent_rate ? std::optional(*independent_rate + *rate)
                                                    : std::nullopt;
     }

@@ -3,7 +3,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,21 +14,22 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "pipeline/util/host_address.h"
+#include "pipeline/util/subprocess.h"
 
 namespace pipeline {
 namespace {
 
 struct Worker {
   int rank = 0;
-  pid_t pid = -1;
-  int out = -1;  // read ends of the worker's stdout and stderr
-  int err = -1;
+  int local_rank = 0;
+  std::unique_ptr<Subprocess> process;
   std::string out_pending, err_pending;
   bool running = true;
   // Stopped (SIGSTOP, a debugger) and not continued: it cannot take part
@@ -46,18 +46,10 @@ void OnStopSignal(int signal) {
   g_stop_signals_received = g_stop_signals_received + 1;
 }
 
-std::string DescribeExit(int status) {
-  if (WIFSIGNALED(status)) {
-    return absl::StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)),
-                        ")");
-  }
-  return absl::StrCat("exited with status ", WEXITSTATUS(status));
-}
-
 // Relays complete lines; rank 0's stdout (the JSON events) goes out as is so
 // tools can read it, everything else with a "[rank N] " prefix.
 void Relay(Worker& worker, int fd, bool flush_all) {
-  const bool is_out = fd == worker.out;
+  const bool is_out = fd == worker.process->stdout_fd();
   std::string& pending = is_out ? worker.out_pending : worker.err_pending;
   char buffer[8192];
   const ssize_t n = ::read(fd, buffer, sizeof(buffer));
@@ -77,10 +69,13 @@ void Relay(Worker& worker, int fd, bool flush_all) {
   sink.flush();
 }
 
-void StopAll(std::vector<Worker>& workers, int signal) {
-  for (Worker& w : workers) {
-    // A stopped worker would only act on `signal` once continued.
-    if (w.running) ::kill(w.pid, w.stopped ? SIGKILL : signal);
+// Relays what is left on `fd` and closes it.
+void RelayRestAndClose(Worker& worker, int fd) {
+  Relay(worker, fd, true);
+  if (fd == worker.process->stdout_fd()) {
+    worker.process->CloseStdout();
+  } else {
+    worker.process->CloseStderr();
   }
 }
 
@@ -92,11 +87,247 @@ std::string DescribeStopped(const std::vector<Worker>& workers) {
     if (!w.running || !w.stopped) continue;
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - w.stopped_at).count();
-    absl::StrAppend(&text, text.empty() ? "" : ", ", "rank ", w.rank, " (pid ", w.pid,
+    absl::StrAppend(&text, text.empty() ? "" : ", ", "rank ", w.rank, " (pid ", w.process->pid(),
                     ") was stopped by signal ", w.stopped_by, " (", strsignal(w.stopped_by), ") ",
                     absl::StrFormat("%.1f", seconds), " s before");
   }
   return text;
+}
+
+// This node's workers of one attempt, from start to the last one reaped:
+// Start, then Supervise until every worker has exited.
+class WorkerGroup {
+ public:
+  WorkerGroup(const LaunchOptions& options, int port)
+      : options_(options), port_(port), world_size_(options.nproc_per_node * options.nnodes) {}
+
+  absl::Status Start();
+  // Relays output, forwards stop signals, runs the watch, reaps, and stops
+  // the others when one fails, until none is left. The first failure (or
+  // the stop signal) is the result.
+  absl::Status Supervise();
+
+ private:
+  std::vector<std::string> WorkerEnvironment(const Worker& worker) const;
+  void Announce() const;
+  void RelayOutput();
+  void ForwardStopSignals();
+  void RunWatch();
+  void ReapExited();
+  void OnExit(Worker& worker, int wait_status);
+  void StopAll(int signal);
+  // Starts the grace period after which StopAll(SIGKILL) follows.
+  void BeginStopping();
+
+  const LaunchOptions& options_;
+  const int port_;
+  const int world_size_;
+  std::vector<Worker> workers_;
+  absl::Status result_;
+  int running_ = 0;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point stop_deadline_;
+  int signals_handled_ = 0;
+  std::chrono::steady_clock::time_point next_watch_ =
+      std::chrono::steady_clock::now() + std::chrono::seconds(1);
+};
+
+std::vector<std::string> WorkerGroup::WorkerEnvironment(const Worker& worker) const {
+  return {
+      absl::StrCat("RANK=", worker.rank),
+      absl::StrCat("LOCAL_RANK=", worker.local_rank),
+      absl::StrCat("WORLD_SIZE=", world_size_),
+      absl::StrCat("LOCAL_WORLD_SIZE=", options_.nproc_per_node),
+      absl::StrCat("GROUP_RANK=", options_.node_rank),
+      absl::StrCat("MASTER_ADDR=", options_.master_addr),
+      absl::StrCat("MASTER_PORT=", port_),
+      absl::StrCat("TORCHELASTIC_RESTART_COUNT=", options_.restart_count),
+  };
+}
+
+absl::Status WorkerGroup::Start() {
+  std::signal(SIGINT, OnStopSignal);
+  std::signal(SIGTERM, OnStopSignal);
+  workers_.resize(options_.nproc_per_node);
+  for (int local_rank = 0; local_rank < options_.nproc_per_node; ++local_rank) {
+    Worker& worker = workers_[local_rank];
+    worker.local_rank = local_rank;
+    worker.rank = options_.node_rank * options_.nproc_per_node + local_rank;
+    SubprocessOptions spawn;
+    spawn.argv = options_.command;
+    spawn.environment = WorkerEnvironment(worker);
+    spawn.output = SubprocessOptions::Output::kPipes;
+    // Its own process group: a terminal's Ctrl-C reaches the launcher
+    // alone, which forwards it once (twice would mean "stop at once").
+    spawn.own_process_group = true;
+    // No orphans: the worker dies with the launcher, however it ends.
+    spawn.die_with_parent = true;
+    auto process = Subprocess::Start(spawn);
+    if (!process.ok()) {
+      workers_.resize(local_rank);  // the ones started die with their Subprocess
+      return process.status();
+    }
+    worker.process = std::move(*process);
+    ++running_;
+  }
+  Announce();
+  return absl::OkStatus();
+}
+
+void WorkerGroup::Announce() const {
+  std::cerr << "launcher: started " << options_.nproc_per_node << " workers (ranks "
+            << workers_.front().rank << "-" << workers_.back().rank << " of " << world_size_
+            << "), rendezvous at " << options_.master_addr << ":" << port_ << "\n";
+  // The pids let a user (or a test) signal one worker without pkill.
+  std::string pids;
+  for (const Worker& w : workers_) {
+    absl::StrAppend(&pids, pids.empty() ? "" : ", ", "rank ", w.rank, " = ", w.process->pid());
+  }
+  std::cerr << "launcher: worker pids: " << pids << "\n";
+}
+
+absl::Status WorkerGroup::Supervise() {
+  while (running_ > 0) {
+    RelayOutput();
+    ForwardStopSignals();
+    RunWatch();
+    ReapExited();
+    if (stopping_ && std::chrono::steady_clock::now() > stop_deadline_) StopAll(SIGKILL);
+  }
+  for (Worker& w : workers_) {
+    for (int fd : {w.process->stdout_fd(), w.process->stderr_fd()}) {
+      if (fd >= 0) RelayRestAndClose(w, fd);
+    }
+  }
+  return result_;
+}
+
+// Waits up to 200 ms for output, and relays what came.
+void WorkerGroup::RelayOutput() {
+  std::vector<pollfd> fds;
+  std::vector<Worker*> owners;
+  for (Worker& w : workers_) {
+    for (int fd : {w.process->stdout_fd(), w.process->stderr_fd()}) {
+      if (fd < 0) continue;
+      fds.push_back({fd, POLLIN, 0});
+      owners.push_back(&w);
+    }
+  }
+  ::poll(fds.data(), fds.size(), 200);
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    char probe;
+    if (fds[i].revents & POLLIN) {
+      Relay(*owners[i], fds[i].fd, false);
+    } else if (::read(fds[i].fd, &probe, 0) == 0) {
+      RelayRestAndClose(*owners[i], fds[i].fd);
+    }
+  }
+}
+
+void WorkerGroup::ForwardStopSignals() {
+  const int received = g_stop_signals_received;
+  if (received <= signals_handled_) return;
+  const int signal = g_stop_signal;
+  if (signals_handled_ == 0) {
+    // The same signal, so each worker does what it would do alone
+    // (with checkpoint_on_signal: finish the step, checkpoint, exit).
+    std::cerr << "launcher: " << strsignal(signal) << "; passing it to every worker "
+              << "(again to kill them at once)\n";
+    StopAll(signal);
+    if (result_.ok()) {
+      result_ = absl::CancelledError(absl::StrCat("stopped by signal ", signal, " (",
+                                                  strsignal(signal), "); every worker has "
+                                                  "exited"));
+    }
+    BeginStopping();
+  } else {
+    std::cerr << "launcher: " << strsignal(signal) << " again; killing every worker\n";
+    StopAll(SIGKILL);
+  }
+  signals_handled_ = received;
+}
+
+// About once a second: the watch (another node's new round) may stop this
+// node's workers.
+void WorkerGroup::RunWatch() {
+  if (!options_.watch || stopping_ || std::chrono::steady_clock::now() < next_watch_) return;
+  next_watch_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  absl::Status watched = options_.watch();
+  if (watched.ok()) return;
+  std::cerr << "launcher: " << watched.message() << "; stopping this node's workers\n";
+  result_ = watched;
+  StopAll(SIGTERM);
+  BeginStopping();
+}
+
+void WorkerGroup::ReapExited() {
+  for (Worker& w : workers_) {
+    if (!w.running) continue;
+    for (ChildEvent event = w.process->Poll(); event.kind != ChildEvent::Kind::kNone;
+         event = w.process->Poll()) {
+      if (event.kind == ChildEvent::Kind::kStopped) {
+        w.stopped = true;
+        w.stopped_by = event.stop_signal;
+        w.stopped_at = std::chrono::steady_clock::now();
+        std::cerr << "launcher: rank " << w.rank << " (pid " << w.process->pid()
+                  << ") was stopped by signal " << w.stopped_by << " ("
+                  << strsignal(w.stopped_by) << "); the other ranks will wait for it\n";
+        if (stopping_) w.process->Signal(SIGKILL);
+      } else if (event.kind == ChildEvent::Kind::kContinued) {
+        w.stopped = false;
+      } else {
+        OnExit(w, event.wait_status);
+        break;
+      }
+    }
+  }
+}
+
+void WorkerGroup::OnExit(Worker& w, int wait_status) {
+  w.running = false;
+  --running_;
+  const bool failed = !(WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0);
+  if (!failed || !result_.ok()) return;
+  std::string what =
+      absl::StrCat("rank ", w.rank, " (pid ", w.process->pid(), ") ", DescribeExit(wait_status));
+  // The failure is most likely a collective's timeout, waiting for the
+  // stopped one: name it, it is the rank to look at.
+  if (const std::string hung = DescribeStopped(workers_); !hung.empty()) {
+    absl::StrAppend(&what, " while ", hung, " and hung the job");
+  }
+  // Keep the worker's own exit status meaning (2 = bad input).
+  const bool bad_input = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 2;
+  result_ = absl::Status(bad_input ? absl::StatusCode::kInvalidArgument
+                                   : absl::StatusCode::kAborted,
+                         absl::StrCat(what, "; stopped the other workers"));
+  std::cerr << "launcher: " << what << "; stopping the other workers\n";
+  StopAll(SIGTERM);
+  BeginStopping();
+}
+
+void WorkerGroup::StopAll(int signal) {
+  for (Worker& w : workers_) {
+    // A stopped worker would only act on `signal` once continued.
+    if (w.running) w.process->Signal(w.stopped ? SIGKILL : signal);
+  }
+}
+
+void WorkerGroup::BeginStopping() {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_deadline_ =
+      std::chrono::steady_clock::now() + std::chrono::seconds(options_.stop_grace_seconds);
+}
+
+// The rendezvous port: the one given, or a free one for a single node.
+absl::StatusOr<int> RendezvousPort(const LaunchOptions& options) {
+  if (options.master_port != 0) return options.master_port;
+  if (options.nnodes > 1) {
+    return absl::InvalidArgumentError(
+        "--master_port: several machines must agree on a port; set it on every node");
+  }
+  return FreePort();
 }
 
 }  // namespace
@@ -108,200 +339,11 @@ absl::Status LaunchWorkers(const LaunchOptions& options) {
       !resolves.ok()) {
     return absl::InvalidArgumentError(resolves.message());
   }
-  int port = options.master_port;
-  if (port == 0) {
-    if (options.nnodes > 1) {
-      return absl::InvalidArgumentError(
-          "--master_port: several machines must agree on a port; set it on every node");
-    }
-    auto free_port = FreePort();
-    if (!free_port.ok()) return free_port.status();
-    port = *free_port;
-  }
-  const int world_size = options.nproc_per_node * options.nnodes;
-  std::vector<Worker> workers(options.nproc_per_node);
-  std::signal(SIGINT, OnStopSignal);
-  std::signal(SIGTERM, OnStopSignal);
-  const pid_t launcher = ::getpid();
-  for (int local_rank = 0; local_rank < options.nproc_per_node; ++local_rank) {
-    Worker& worker = workers[local_rank];
-    worker.rank = options.node_rank * options.nproc_per_node + local_rank;
-    int out_pipe[2], err_pipe[2];
-    if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) {
-      StopAll(workers, SIGKILL);
-      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-    }
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      // Its own process group: a terminal's Ctrl-C reaches the launcher
-      // alone, which forwards it once (twice would mean "stop at once").
-      ::setpgid(0, 0);
-      // No orphans: the worker dies with the launcher, however it ends.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != launcher) ::_exit(1);
-      ::dup2(out_pipe[1], STDOUT_FILENO);
-      ::dup2(err_pipe[1], STDERR_FILENO);
-      ::close(out_pipe[0]);
-      ::close(err_pipe[0]);
-      ::setenv("RANK", std::to_string(worker.rank).c_str(), 1);
-      ::setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(world_size).c_str(), 1);
-      ::setenv("LOCAL_WORLD_SIZE", std::to_string(options.nproc_per_node).c_str(), 1);
-      ::setenv("GROUP_RANK", std::to_string(options.node_rank).c_str(), 1);
-      ::setenv("MASTER_ADDR", options.master_addr.c_str(), 1);
-      ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-      ::setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(options.restart_count).c_str(), 1);
-      std::vector<char*> argv;
-      for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      std::fprintf(stderr, "error: cannot start %s: %s\n", argv[0], std::strerror(errno));
-      ::_exit(127);
-    }
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
-    worker.pid = pid;
-    worker.out = out_pipe[0];
-    worker.err = err_pipe[0];
-  }
-  std::cerr << "launcher: started " << options.nproc_per_node << " workers (ranks "
-            << workers.front().rank << "-" << workers.back().rank << " of " << world_size
-            << "), rendezvous at " << options.master_addr << ":" << port << "\n";
-  // The pids let a user (or a test) signal one worker without pkill.
-  std::string pids;
-  for (const Worker& w : workers) {
-    absl::StrAppend(&pids, pids.empty() ? "" : ", ", "rank ", w.rank, " = ", w.pid);
-  }
-  std::cerr << "launcher: worker pids: " << pids << "\n";
-
-  absl::Status result = absl::OkStatus();
-  int running = options.nproc_per_node;
-  std::chrono::steady_clock::time_point stop_deadline;
-  bool stopping = false;
-  int signals_handled = 0;
-  auto next_watch = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  while (running > 0) {
-    std::vector<pollfd> fds;
-    std::vector<std::pair<Worker*, int>> owners;
-    for (Worker& w : workers) {
-      for (int fd : {w.out, w.err}) {
-        if (fd >= 0) {
-          fds.push_back({fd, POLLIN, 0});
-          owners.push_back({&w, fd});
-        }
-      }
-    }
-    ::poll(fds.data(), fds.size(), 200);
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
-        Worker& w = *owners[i].first;
-        const int fd = owners[i].second;
-        char probe;
-        if (fds[i].revents & POLLIN) {
-          Relay(w, fd, false);
-        } else if (::read(fd, &probe, 0) == 0) {
-          Relay(w, fd, true);
-          ::close(fd);
-          (fd == w.out ? w.out : w.err) = -1;
-        }
-      }
-    }
-    const int received = g_stop_signals_received;
-    if (received > signals_handled) {
-      const int signal = g_stop_signal;
-      if (signals_handled == 0) {
-        // The same signal, so each worker does what it would do alone
-        // (with checkpoint_on_signal: finish the step, checkpoint, exit).
-        std::cerr << "launcher: " << strsignal(signal) << "; passing it to every worker "
-                  << "(again to kill them at once)\n";
-        StopAll(workers, signal);
-        if (result.ok()) {
-          result = absl::CancelledError(absl::StrCat("stopped by signal ", signal, " (",
-                                                     strsignal(signal), "); every worker has "
-                                                     "exited"));
-        }
-        if (!stopping) {
-          stop_deadline =
-              std::chrono::steady_clock::now() + std::chrono::seconds(options.stop_grace_seconds);
-        }
-        stopping = true;
-      } else {
-        std::cerr << "launcher: " << strsignal(signal) << " again; killing every worker\n";
-        StopAll(workers, SIGKILL);
-      }
-      signals_handled = received;
-    }
-    if (options.watch && !stopping && std::chrono::steady_clock::now() >= next_watch) {
-      next_watch = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-      if (absl::Status watched = options.watch(); !watched.ok()) {
-        std::cerr << "launcher: " << watched.message() << "; stopping this node's workers\n";
-        result = watched;
-        StopAll(workers, SIGTERM);
-        stop_deadline =
-            std::chrono::steady_clock::now() + std::chrono::seconds(options.stop_grace_seconds);
-        stopping = true;
-      }
-    }
-    int status = 0;
-    pid_t done;
-    while ((done = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
-      for (Worker& w : workers) {
-        if (w.pid != done || !w.running) continue;
-        if (WIFSTOPPED(status)) {
-          w.stopped = true;
-          w.stopped_by = WSTOPSIG(status);
-          w.stopped_at = std::chrono::steady_clock::now();
-          std::cerr << "launcher: rank " << w.rank << " (pid " << w.pid << ") was stopped by "
-                    << "signal " << w.stopped_by << " (" << strsignal(w.stopped_by)
-                    << "); the other ranks will wait for it\n";
-          if (stopping) ::kill(w.pid, SIGKILL);
-          continue;
-        }
-        if (WIFCONTINUED(status)) {
-          w.stopped = false;
-          continue;
-        }
-        w.running = false;
-        --running;
-        const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && result.ok()) {
-          std::string what = absl::StrCat("rank ", w.rank, " (pid ", w.pid, ") ",
-                                          DescribeExit(status));
-          // The failure is most likely a collective's timeout, waiting for
-          // the stopped one: name it, it is the rank to look at.
-          if (const std::string hung = DescribeStopped(workers); !hung.empty()) {
-            absl::StrAppend(&what, " while ", hung, " and hung the job");
-          }
-          result = absl::AbortedError(absl::StrCat(what, "; stopped the other workers"));
-          if (WIFEXITED(status)) {
-            // Keep the worker's own exit status meaning (2 = bad input).
-            result = absl::Status(WEXITSTATUS(status) == 2 ? absl::StatusCode::kInvalidArgument
-                                                           : absl::StatusCode::kAborted,
-                                  result.message());
-          }
-          std::cerr << "launcher: " << what << "; stopping the other workers\n";
-          StopAll(workers, SIGTERM);
-          if (!stopping) {
-            stop_deadline = std::chrono::steady_clock::now() +
-                            std::chrono::seconds(options.stop_grace_seconds);
-          }
-          stopping = true;
-        }
-      }
-    }
-    if (stopping && std::chrono::steady_clock::now() > stop_deadline) {
-      StopAll(workers, SIGKILL);
-    }
-  }
-  for (Worker& w : workers) {
-    for (int fd : {w.out, w.err}) {
-      if (fd >= 0) {
-        Relay(w, fd, true);
-        ::close(fd);
-      }
-    }
-  }
-  return result;
+  absl::StatusOr<int> port = RendezvousPort(options);
+  if (!port.ok()) return port.status();
+  WorkerGroup group(options, *port);
+  if (absl::Status started = group.Start(); !started.ok()) return started;
+  return group.Supervise();
 }
 
 absl::StatusOr<int> FreePort() {

@@ -7,19 +7,21 @@
 // only the processes they started, also when another copy of the suite runs
 // on the machine.
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "pipeline/util/subprocess.h"
 
 namespace pipeline {
 namespace testing {
@@ -71,54 +73,38 @@ class BackgroundProcess {
   // The process is the program itself, no shell between, so a signal sent
   // to pid() reaches it.
   BackgroundProcess(std::vector<std::string> argv, std::string log) : log_(std::move(log)) {
-    std::vector<char*> pointers;
-    for (std::string& arg : argv) pointers.push_back(arg.data());
-    pointers.push_back(nullptr);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::execv(pointers[0], pointers.data());
-      ::_exit(127);
+    SubprocessOptions options;
+    options.argv = std::move(argv);
+    options.output = SubprocessOptions::Output::kFile;
+    options.output_file = log_;
+    auto child = Subprocess::Start(options);
+    if (!child.ok()) {
+      std::cerr << "BackgroundProcess: " << child.status() << "\n";
+      std::abort();
     }
+    child_ = std::move(*child);
   }
   BackgroundProcess(const BackgroundProcess&) = delete;
   BackgroundProcess& operator=(const BackgroundProcess&) = delete;
 
-  // A test that fails half-way leaves nothing running.
+  // A test that fails half-way leaves nothing running: the launcher's
+  // workers too (the child itself is killed by ~Subprocess).
   ~BackgroundProcess() {
-    if (!exit_code_.has_value() && pid_ > 0) {
+    if (!child_->Exited()) {
       for (const auto& [rank, pid] : LauncherWorkerPids(Output())) ::kill(pid, SIGKILL);
-      ::kill(pid_, SIGKILL);
-      Wait();
     }
   }
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_->pid(); }
   std::string Output() const { return ReadFile(log_); }
 
-  bool Signal(int signal) const { return ::kill(pid_, signal) == 0; }
+  bool Signal(int signal) const { return child_->Signal(signal); }
 
   // Whether it has exited; collects its status when it has.
-  bool Exited() {
-    if (exit_code_.has_value()) return true;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
-    exit_code_ = DecodeStatus(status);
-    return true;
-  }
+  bool Exited() { return child_->Exited(); }
 
   // Blocks until it exits: the shell's $? (128 + N when killed by signal N).
-  int Wait() {
-    if (!exit_code_.has_value()) {
-      int status = 0;
-      while (::waitpid(pid_, &status, 0) != pid_) {
-      }
-      exit_code_ = DecodeStatus(status);
-    }
-    return *exit_code_;
-  }
+  int Wait() { return child_->Wait(); }
 
   // Waits until `text` is in the log or the process exits (no deadline:
   // how fast a run gets there depends on how busy the machine is, and the
@@ -133,13 +119,8 @@ class BackgroundProcess {
   }
 
  private:
-  static int DecodeStatus(int status) {
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
   std::string log_;
-  pid_t pid_ = -1;
-  std::optional<int> exit_code_;
+  std::unique_ptr<Subprocess> child_;
 };
 
 }  // namespace testing
