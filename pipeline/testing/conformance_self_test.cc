@@ -1,5 +1,6 @@
 // The conformance suites can fail: run on plugins that each break one rule
-// (conformance_broken_plugins.cc), exactly the tests of the broken rules fail.
+// (conformance_broken_plugins.cc, <kind>_conformance_broken.cc), exactly the
+// tests of the broken rules fail.
 
 #include <set>
 #include <sstream>
@@ -48,6 +49,12 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "broken_dataset.GetRegionIsGetCutToThePlannedRegion",
       "broken_dataset.GetFromSeveralThreadsAtOnceEqualsGetInTurn",
       "broken_dataset.AnIndexOutOfRangeIsAnErrorNotACrash",
+      "broken_schedule_negative.FactorsAreFiniteAndNotNegative",
+      "broken_schedule_rises.FactorsFollowTheDeclaredShape",
+      "broken_schedule_call_order.FactorDependsOnlyOnItsArgumentsAndTheState",
+      "broken_schedule_hidden_state.AScheduleThatMonitorsNothingKeepsNoState",
+      "broken_schedule_restore_ignored.ARestoredStateContinuesAsTheUninterruptedRun",
+      "broken_schedule_takes_any_state.AMalformedStateIsAnErrorOrHarmless",
   };
   EXPECT_EQ(FailedTests(result.output), expected) << result.output;
 }
