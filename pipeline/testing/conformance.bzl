@@ -21,6 +21,7 @@ _SUITES = {
     "dataset": ("DatasetConformanceTest", "DatasetConformanceParams"),
     "strategy": ("StrategyConformanceTest", "StrategyConformanceParams"),
     "schedule": ("ScheduleConformanceTest", "ScheduleConformanceParams"),
+    "sampler": ("SamplerConformanceTest", "SamplerConformanceParams"),
 }
 
 _SCHEDULE_SHAPES = ["", "non_increasing", "rises_then_falls"]
@@ -203,3 +204,30 @@ def schedule_conformance_test(
         for o in _as_list(options)
     ]
     _conformance_test(name, "schedule", plugin, registered, fields, deps, **kwargs)
+
+def sampler_conformance_test(
+        name,
+        plugin,
+        options = "",
+        shards = False,
+        plugin_name = None,
+        deps = [],
+        **kwargs):
+    """The sampler conformance suite (sampler_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the sampler's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      shards: True when the ranks of a world share an epoch between them (as
+        torch's DistributedSampler); False when every rank gets all of it.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [
+        [_cc_string(registered), _cc_string(o), "true" if shards else "false"]
+        for o in _as_list(options)
+    ]
+    _conformance_test(name, "sampler", plugin, registered, fields, deps, **kwargs)
