@@ -8,7 +8,7 @@
         options = "probability: 0.5",
     )
 
-The suites (pipeline/testing/{transform,dataset,strategy}_conformance.cc) are
+The suites (pipeline/testing/<kind>_conformance.cc, one per kind in _SUITES) are
 value-parameterized gtest suites in alwayslink libraries; the macro writes a
 one-statement source file that instantiates the suite with the plugin's
 registered name and options, and links it with the plugin. `options` is the
@@ -20,7 +20,11 @@ _SUITES = {
     "transform": ("TransformConformanceTest", "TransformConformanceParams"),
     "dataset": ("DatasetConformanceTest", "DatasetConformanceParams"),
     "strategy": ("StrategyConformanceTest", "StrategyConformanceParams"),
+    "schedule": ("ScheduleConformanceTest", "ScheduleConformanceParams"),
+    "sampler": ("SamplerConformanceTest", "SamplerConformanceParams"),
 }
+
+_SCHEDULE_SHAPES = ["", "non_increasing", "rises_then_falls"]
 
 _DELIMITER = "conformance"
 
@@ -171,3 +175,59 @@ def strategy_conformance_test(
     if _absolute(reference) != _absolute(plugin):
         deps = deps + [reference]
     _conformance_test(name, "strategy", plugin, registered, fields, deps, **kwargs)
+
+def schedule_conformance_test(
+        name,
+        plugin,
+        options = "",
+        shape = "",
+        plugin_name = None,
+        deps = [],
+        **kwargs):
+    """The schedule conformance suite (schedule_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the schedule's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      shape: what every one of those options promises of the factors' course
+        through a run: "non_increasing", "rises_then_falls" or "" (nothing).
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    if shape not in _SCHEDULE_SHAPES:
+        fail("shape = \"%s\"; must be one of %s" % (shape, _SCHEDULE_SHAPES))
+    registered = plugin_name or _registered_name(plugin)
+    fields = [
+        [_cc_string(registered), _cc_string(o), _cc_string(shape)]
+        for o in _as_list(options)
+    ]
+    _conformance_test(name, "schedule", plugin, registered, fields, deps, **kwargs)
+
+def sampler_conformance_test(
+        name,
+        plugin,
+        options = "",
+        shards = False,
+        plugin_name = None,
+        deps = [],
+        **kwargs):
+    """The sampler conformance suite (sampler_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the sampler's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      shards: True when the ranks of a world share an epoch between them (as
+        torch's DistributedSampler); False when every rank gets all of it.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [
+        [_cc_string(registered), _cc_string(o), "true" if shards else "false"]
+        for o in _as_list(options)
+    ]
+    _conformance_test(name, "sampler", plugin, registered, fields, deps, **kwargs)

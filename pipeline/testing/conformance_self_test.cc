@@ -1,5 +1,6 @@
 // The conformance suites can fail: run on plugins that each break one rule
-// (conformance_broken_plugins.cc), exactly the tests of the broken rules fail.
+// (conformance_broken_plugins.cc, <kind>_conformance_broken.cc), exactly the
+// tests of the broken rules fail.
 
 #include <set>
 #include <sstream>
@@ -48,6 +49,28 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "broken_dataset.GetRegionIsGetCutToThePlannedRegion",
       "broken_dataset.GetFromSeveralThreadsAtOnceEqualsGetInTurn",
       "broken_dataset.AnIndexOutOfRangeIsAnErrorNotACrash",
+      "broken_schedule_negative.FactorsAreFiniteAndNotNegative",
+      "broken_schedule_rises.FactorsFollowTheDeclaredShape",
+      "broken_schedule_call_order.FactorDependsOnlyOnItsArgumentsAndTheState",
+      "broken_schedule_hidden_state.AScheduleThatMonitorsNothingKeepsNoState",
+      "broken_schedule_restore_ignored.ARestoredStateContinuesAsTheUninterruptedRun",
+      "broken_schedule_takes_any_state.AMalformedStateIsAnErrorOrHarmless",
+      // An index out of range is neither a permutation nor what was left.
+      "broken_sampler_one_based.IndicesAreInRange",
+      "broken_sampler_one_based.TheRanksTogetherCoverTheEpoch",
+      "broken_sampler_one_based.ResumingInAnotherWorldVisitsWhatNoRankTook",
+      // A resumed run in another world is built anew: instances that differ
+      // resume from what other instances took.
+      "broken_sampler_counter_seed.TheSameContextGivesTheSameOrder",
+      "broken_sampler_counter_seed.ResumingInAnotherWorldVisitsWhatNoRankTook",
+      "broken_sampler_restarts_epoch.ResumingInTheSameWorldContinuesEachRanksOrder",
+      "broken_sampler_restarts_epoch.ResumingInAnotherWorldVisitsWhatNoRankTook",
+      // Shards dealt wrong from the start are dealt wrong after a resume too.
+      "broken_sampler_overlapping_shards.TheRanksTogetherCoverTheEpoch",
+      "broken_sampler_overlapping_shards.ResumingInAnotherWorldVisitsWhatNoRankTook",
+      "broken_sampler_pads_with_last.TheRanksTogetherCoverTheEpoch",
+      "broken_sampler_unpadded_shards.EveryRankGetsEquallyMany",
+      "broken_sampler_resume_world.ResumingInAnotherWorldVisitsWhatNoRankTook",
   };
   EXPECT_EQ(FailedTests(result.output), expected) << result.output;
 }

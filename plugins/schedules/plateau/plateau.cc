@@ -7,6 +7,13 @@
 #include "absl/strings/str_cat.h"
 
 namespace pipeline {
+namespace {
+
+// The largest count Restore takes: far beyond any run's validations, and
+// exactly representable in both a double and an int64_t.
+constexpr double kMaxCount = 1e15;
+
+}  // namespace
 
 PlateauSchedule::PlateauSchedule(const PlateauScheduleOptions& options, double base_lr)
     : options_(options),
@@ -56,6 +63,21 @@ absl::Status PlateauSchedule::Restore(const std::vector<double>& state) {
   if (state.size() != 4) {
     return absl::InvalidArgumentError(
         absl::StrCat("plateau keeps 4 values, and the checkpoint holds ", state.size()));
+  }
+  // A checkpoint written by this schedule holds a finite learning rate and
+  // whole, non-negative counts; anything else would turn into a NaN learning
+  // rate or an out-of-range conversion. The best value may be NaN (no value
+  // seen yet) or infinite (ReduceLROnPlateau's own start).
+  if (!(std::isfinite(state[0]) && state[0] >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plateau's learning rate ", state[0], "; must be finite and >= 0"));
+  }
+  for (int i : {2, 3}) {
+    if (!(state[i] >= 0 && state[i] <= kMaxCount && state[i] == std::floor(state[i]))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("plateau's ", i == 2 ? "bad validations" : "cooldown left", " ", state[i],
+                       "; must be a whole number >= 0"));
+    }
   }
   learning_rate_ = state[0];
   best_ = state[1];

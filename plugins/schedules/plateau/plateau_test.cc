@@ -109,6 +109,33 @@ TEST(PlateauScheduleTest, StateRoundTripsMidRun) {
   EXPECT_FALSE((*resumed)->Restore({1.0}).ok());
 }
 
+// A damaged checkpoint is an error, not a NaN learning rate; the best value
+// may be NaN (none yet) or infinite.
+TEST(PlateauScheduleTest, RestoreRefusesAStateItCannotHaveWritten) {
+  auto schedule = MakePlateau("patience: 1");
+  ASSERT_TRUE(schedule.ok());
+  const double nan = std::nan("");
+  const double inf = INFINITY;
+  for (const std::vector<double>& bad :
+       std::vector<std::vector<double>>{{nan, 1, 0, 0},
+                                        {inf, 1, 0, 0},
+                                        {-0.1, 1, 0, 0},
+                                        {0.1, 1, nan, 0},
+                                        {0.1, 1, -1, 0},
+                                        {0.1, 1, 1.5, 0},
+                                        {0.1, 1, 1e300, 0},
+                                        {0.1, 1, 0, nan},
+                                        {0.1, 1, 0, inf}}) {
+    EXPECT_FALSE((*schedule)->Restore(bad).ok())
+        << bad[0] << " " << bad[1] << " " << bad[2] << " " << bad[3];
+  }
+  EXPECT_EQ((*schedule)->Factor(0, 1, 1), 1.0) << "a refused state was taken";
+  for (double best : {nan, inf, -inf, 0.5}) {
+    EXPECT_TRUE((*schedule)->Restore({0.05, best, 1, 2}).ok()) << best;
+    EXPECT_DOUBLE_EQ((*schedule)->Factor(0, 1, 1), 0.5);
+  }
+}
+
 TEST(PlateauScheduleTest, RejectsOutOfRangeOptions) {
   EXPECT_EQ(MakePlateau("factor: 1").status().message(),
             "options: factor: 1; must be in (0, 1) (default 0.1)");
