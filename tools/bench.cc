@@ -83,7 +83,7 @@
 #include "pipeline/interfaces/optimizer.h"
 #include "pipeline/interfaces/random.h"
 #include "pipeline/interfaces/transform.h"
-#include "pipeline/metrics/multiply_adds.h"
+#include "pipeline/reporting/multiply_adds.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/autocast.h"
 #include "pipeline/trainer/compute_format.h"

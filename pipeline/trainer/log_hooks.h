@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "pipeline/metrics/curves_svg.h"
-#include "pipeline/metrics/event_file_writer.h"
+#include "pipeline/reporting/curves_svg.h"
+#include "pipeline/reporting/event_file_writer.h"
 #include "pipeline/trainer/trainer_hook.h"
 
 namespace pipeline {

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "pipeline/data/loader.h"
-#include "pipeline/metrics/step_profile.h"
+#include "pipeline/reporting/step_profile.h"
 #include "pipeline/trainer/bad_sample_report.h"
 #include "pipeline/trainer/trainer_hook.h"
 

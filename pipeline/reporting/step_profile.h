@@ -1,5 +1,5 @@
-#ifndef PIPELINE_METRICS_STEP_PROFILE_H_
-#define PIPELINE_METRICS_STEP_PROFILE_H_
+#ifndef PIPELINE_REPORTING_STEP_PROFILE_H_
+#define PIPELINE_REPORTING_STEP_PROFILE_H_
 
 // Where the time of the first training steps goes (train --profile_steps=N):
 // waiting for the loader, forward+backward, waiting for the gradient
@@ -40,4 +40,4 @@ class StepProfile {
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_METRICS_STEP_PROFILE_H_
+#endif  // PIPELINE_REPORTING_STEP_PROFILE_H_

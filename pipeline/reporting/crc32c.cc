@@ -1,4 +1,4 @@
-#include "pipeline/metrics/crc32c.h"
+#include "pipeline/reporting/crc32c.h"
 
 #include <array>
 

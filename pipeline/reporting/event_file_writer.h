@@ -1,5 +1,5 @@
-#ifndef PIPELINE_METRICS_EVENT_FILE_WRITER_H_
-#define PIPELINE_METRICS_EVENT_FILE_WRITER_H_
+#ifndef PIPELINE_REPORTING_EVENT_FILE_WRITER_H_
+#define PIPELINE_REPORTING_EVENT_FILE_WRITER_H_
 
 // TensorBoard event files: `events.out.tfevents.<seconds>.<host>` holding
 // TFRecords of tensorflow.Event protos, which `tensorboard --logdir <dir>`
@@ -57,4 +57,4 @@ std::string EncodeScalarEvent(double wall_time, int64_t step, const Scalars& sca
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_METRICS_EVENT_FILE_WRITER_H_
+#endif  // PIPELINE_REPORTING_EVENT_FILE_WRITER_H_

@@ -1,4 +1,4 @@
-#include "pipeline/metrics/step_profile.h"
+#include "pipeline/reporting/step_profile.h"
 
 #include <algorithm>
 

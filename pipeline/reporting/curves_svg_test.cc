@@ -1,4 +1,4 @@
-#include "pipeline/metrics/curves_svg.h"
+#include "pipeline/reporting/curves_svg.h"
 
 #include <cstdlib>
 #include <filesystem>

@@ -1,5 +1,5 @@
-#ifndef PIPELINE_METRICS_MULTIPLY_ADDS_H_
-#define PIPELINE_METRICS_MULTIPLY_ADDS_H_
+#ifndef PIPELINE_REPORTING_MULTIPLY_ADDS_H_
+#define PIPELINE_REPORTING_MULTIPLY_ADDS_H_
 
 // Counts the multiply-adds of the convolutions and matrix products a piece of
 // code runs, by observing the ATen operators it dispatches. This is the
@@ -17,4 +17,4 @@ int64_t CountMultiplyAdds(const std::function<void()>& run);
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_METRICS_MULTIPLY_ADDS_H_
+#endif  // PIPELINE_REPORTING_MULTIPLY_ADDS_H_

@@ -1,4 +1,4 @@
-#include "pipeline/metrics/event_file_writer.h"
+#include "pipeline/reporting/event_file_writer.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "pipeline/metrics/crc32c.h"
+#include "pipeline/reporting/crc32c.h"
 
 namespace pipeline {
 namespace {

@@ -1,4 +1,4 @@
-#include "pipeline/metrics/multiply_adds.h"
+#include "pipeline/reporting/multiply_adds.h"
 
 #include <cstring>
 #include <memory>

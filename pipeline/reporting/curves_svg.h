@@ -1,5 +1,5 @@
-#ifndef PIPELINE_METRICS_CURVES_SVG_H_
-#define PIPELINE_METRICS_CURVES_SVG_H_
+#ifndef PIPELINE_REPORTING_CURVES_SVG_H_
+#define PIPELINE_REPORTING_CURVES_SVG_H_
 
 // The training curves of a run as one SVG image (curves.svg in the output
 // folder): loss and accuracy per epoch, training and validation, side by
@@ -35,4 +35,4 @@ absl::Status WriteCurvesSvg(const std::string& path, const std::vector<EpochPoin
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_METRICS_CURVES_SVG_H_
+#endif  // PIPELINE_REPORTING_CURVES_SVG_H_

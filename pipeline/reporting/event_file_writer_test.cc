@@ -1,4 +1,4 @@
-#include "pipeline/metrics/event_file_writer.h"
+#include "pipeline/reporting/event_file_writer.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "google/protobuf/dynamic_message.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "pipeline/metrics/crc32c.h"
+#include "pipeline/reporting/crc32c.h"
 #include "pipeline/testing/temp_path.h"
 
 namespace pipeline {
