@@ -22,6 +22,7 @@ _SUITES = {
     "dataset": ("DatasetConformanceTest", "DatasetConformanceParams"),
     "strategy": ("StrategyConformanceTest", "StrategyConformanceParams"),
     "optimizer": ("OptimizerConformanceTest", "OptimizerConformanceParams"),
+    "loss": ("LossConformanceTest", "LossConformanceParams"),
 }
 
 _DELIMITER = "conformance"
@@ -188,3 +189,31 @@ def optimizer_conformance_test(name, plugin, options = "", plugin_name = None, d
     registered = plugin_name or _registered_name(plugin)
     fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
     _conformance_test(name, "optimizer", plugin, registered, fields, deps, **kwargs)
+
+def loss_conformance_test(
+        name,
+        plugin,
+        options = "",
+        shift_invariant = True,
+        plugin_name = None,
+        deps = [],
+        **kwargs):
+    """The loss conformance suite (loss_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the loss's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      shift_invariant: whether adding a constant to every logit of a row
+        leaves the loss unchanged (true of losses on the softmax of the
+        logits); the suite checks it where declared.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [
+        [_cc_string(registered), _cc_string(o), "true" if shift_invariant else "false"]
+        for o in _as_list(options)
+    ]
+    _conformance_test(name, "loss", plugin, registered, fields, deps, **kwargs)

@@ -1,6 +1,6 @@
 // The conformance suites can fail: run on plugins that each break one rule
-// (conformance_broken_plugins.cc, optimizer_conformance_broken.cc), exactly
-// the tests of the broken rules fail.
+// (conformance_broken_plugins.cc, optimizer_conformance_broken.cc,
+// loss_conformance_broken.cc), exactly the tests of the broken rules fail.
 
 #include <set>
 #include <sstream>
@@ -56,6 +56,13 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "EachParamGroupStepsWithItsOwnOptionsAndKeepsThem",
       "broken_optimizer_ignores_lr_changes.ALearningRateSetBeforeAStepIsTheOneItUses",
       "broken_optimizer_decays_gradless.AParameterWithoutAGradientIsLeftAlone",
+      "broken_loss_naive_softmax.GivesAFiniteScalarForRandomLogits",
+      "broken_loss_sums_for_mean.MeanIsTheMeanOfPerSampleLossesAndSumTheirSum",
+      "broken_loss_smooths_indices_only.ClassIndicesEqualTheirOneHotProbabilities",
+      "broken_loss_detached.GradientMatchesCentralFiniteDifferences",
+      "broken_loss_half_gradient.GradientMatchesCentralFiniteDifferences",
+      "broken_loss_logit_penalty.AddingAConstantToARowOfLogitsChangesNothing",
+      "broken_loss_broadcasts_targets.WrongShapedTargetsAreErrorsNotCrashes",
   };
   EXPECT_EQ(FailedTests(result.output), expected) << result.output;
 }
