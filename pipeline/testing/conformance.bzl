@@ -22,6 +22,8 @@ _SUITES = {
     "strategy": ("StrategyConformanceTest", "StrategyConformanceParams"),
     "schedule": ("ScheduleConformanceTest", "ScheduleConformanceParams"),
     "sampler": ("SamplerConformanceTest", "SamplerConformanceParams"),
+    "optimizer": ("OptimizerConformanceTest", "OptimizerConformanceParams"),
+    "loss": ("LossConformanceTest", "LossConformanceParams"),
 }
 
 _SCHEDULE_SHAPES = ["", "non_increasing", "rises_then_falls"]
@@ -231,3 +233,46 @@ def sampler_conformance_test(
         for o in _as_list(options)
     ]
     _conformance_test(name, "sampler", plugin, registered, fields, deps, **kwargs)
+
+def optimizer_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
+    """The optimizer conformance suite (optimizer_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the optimizer's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
+    _conformance_test(name, "optimizer", plugin, registered, fields, deps, **kwargs)
+
+def loss_conformance_test(
+        name,
+        plugin,
+        options = "",
+        shift_invariant = True,
+        plugin_name = None,
+        deps = [],
+        **kwargs):
+    """The loss conformance suite (loss_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the loss's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      shift_invariant: whether adding a constant to every logit of a row
+        leaves the loss unchanged (true of losses on the softmax of the
+        logits); the suite checks it where declared.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [
+        [_cc_string(registered), _cc_string(o), "true" if shift_invariant else "false"]
+        for o in _as_list(options)
+    ]
+    _conformance_test(name, "loss", plugin, registered, fields, deps, **kwargs)

@@ -71,6 +71,20 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "broken_sampler_pads_with_last.TheRanksTogetherCoverTheEpoch",
       "broken_sampler_unpadded_shards.EveryRankGetsEquallyMany",
       "broken_sampler_resume_world.ResumingInAnotherWorldVisitsWhatNoRankTook",
+      "broken_optimizer_normalizes_gradients."
+      "AStepWithZeroGradientsKeepsParametersFiniteAndZerosAtZero",
+      "broken_optimizer_drops_momentum_on_save.SavingAndRestoringTheStateResumesBitwise",
+      "broken_optimizer_one_options_for_all_groups."
+      "EachParamGroupStepsWithItsOwnOptionsAndKeepsThem",
+      "broken_optimizer_ignores_lr_changes.ALearningRateSetBeforeAStepIsTheOneItUses",
+      "broken_optimizer_decays_gradless.AParameterWithoutAGradientIsLeftAlone",
+      "broken_loss_naive_softmax.GivesAFiniteScalarForRandomLogits",
+      "broken_loss_sums_for_mean.MeanIsTheMeanOfPerSampleLossesAndSumTheirSum",
+      "broken_loss_smooths_indices_only.ClassIndicesEqualTheirOneHotProbabilities",
+      "broken_loss_detached.GradientMatchesCentralFiniteDifferences",
+      "broken_loss_half_gradient.GradientMatchesCentralFiniteDifferences",
+      "broken_loss_logit_penalty.AddingAConstantToARowOfLogitsChangesNothing",
+      "broken_loss_broadcasts_targets.WrongShapedTargetsAreErrorsNotCrashes",
   };
   EXPECT_EQ(FailedTests(result.output), expected) << result.output;
 }

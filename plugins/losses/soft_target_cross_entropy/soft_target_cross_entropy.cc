@@ -2,6 +2,8 @@
 // timm trains mixup and cutmix with: per sample
 // sum(-target * log_softmax(logits)), then the batch's mean or sum. Class
 // indices count as one-hot targets, so batches without mixup work too.
+// Targets of another shape are refused, as torch.nn.functional.cross_entropy
+// refuses them, where timm's would broadcast them into some other loss.
 //
 //   loss { name: "soft_target_cross_entropy" }
 
@@ -18,6 +20,12 @@ class SoftTargetCrossEntropyLoss : public Loss {
  public:
   torch::Tensor Compute(const torch::Tensor& logits, const torch::Tensor& targets,
                         at::Reduction::Reduction reduction) const override {
+    TORCH_CHECK(targets.is_floating_point()
+                    ? targets.sizes() == logits.sizes()
+                    : targets.dim() == 1 && logits.dim() >= 1 && targets.size(0) == logits.size(0),
+                "soft_target_cross_entropy: targets of shape ", targets.sizes(),
+                " for logits of shape ", logits.sizes(),
+                "; class probabilities have the logits' shape, class indices one per row");
     const torch::Tensor log_probabilities = at::log_softmax(logits, -1);
     const torch::Tensor probabilities =
         targets.is_floating_point()

@@ -70,5 +70,24 @@ TEST(SoftTargetCrossEntropyTest, RefusesTargetsOfAnotherWidth) {
                c10::Error);
 }
 
+// Each of these would broadcast against 2 x 3 logits.
+TEST(SoftTargetCrossEntropyTest, RefusesTargetsOfAnotherShape) {
+  auto loss = CreateSoftTargetCrossEntropy();
+  ASSERT_NE(loss, nullptr);
+  const torch::Tensor logits = torch::zeros({2, 3});
+  for (const torch::Tensor& targets : {torch::full({1, 3}, 1.0 / 3), torch::full({3}, 1.0 / 3),
+                                       torch::tensor({0, 2}, torch::kInt64).view({2, 1})}) {
+    try {
+      loss->Compute(logits, targets, at::Reduction::Mean);
+      ADD_FAILURE() << "targets of shape " << targets.sizes() << " gave a loss";
+    } catch (const c10::Error& e) {
+      EXPECT_EQ(e.msg(), "soft_target_cross_entropy: targets of shape " +
+                             c10::str(targets.sizes()) +
+                             " for logits of shape [2, 3]; class probabilities have the "
+                             "logits' shape, class indices one per row");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pipeline
