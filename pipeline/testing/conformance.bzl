@@ -8,18 +8,20 @@
         options = "probability: 0.5",
     )
 
-The suites (pipeline/testing/{transform,dataset,strategy}_conformance.cc) are
-value-parameterized gtest suites in alwayslink libraries; the macro writes a
-one-statement source file that instantiates the suite with the plugin's
-registered name and options, and links it with the plugin. `options` is the
-body of the plugin's options message in text format (its type is looked up in
-the registry), or a list of them: each is one instance of the whole suite.
+The suites (pipeline/testing/<kind>_conformance.cc, for transform, dataset,
+strategy and metric plugins) are value-parameterized gtest suites in alwayslink
+libraries; the macro writes a one-statement source file that instantiates the
+suite with the plugin's registered name and options, and links it with the
+plugin. `options` is the body of the plugin's options message
+in text format (its type is looked up in the registry), or a list of them: each
+is one instance of the whole suite.
 """
 
 _SUITES = {
     "transform": ("TransformConformanceTest", "TransformConformanceParams"),
     "dataset": ("DatasetConformanceTest", "DatasetConformanceParams"),
     "strategy": ("StrategyConformanceTest", "StrategyConformanceParams"),
+    "metric": ("MetricConformanceTest", "MetricConformanceParams"),
 }
 
 _DELIMITER = "conformance"
@@ -171,3 +173,18 @@ def strategy_conformance_test(
     if _absolute(reference) != _absolute(plugin):
         deps = deps + [reference]
     _conformance_test(name, "strategy", plugin, registered, fields, deps, **kwargs)
+
+def metric_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
+    """The metric conformance suite (metric_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the metric's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
+    _conformance_test(name, "metric", plugin, registered, fields, deps, **kwargs)
