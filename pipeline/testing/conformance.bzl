@@ -9,10 +9,10 @@
     )
 
 The suites (pipeline/testing/<kind>_conformance.cc, for transform, dataset,
-strategy and metric plugins) are value-parameterized gtest suites in alwayslink
-libraries; the macro writes a one-statement source file that instantiates the
-suite with the plugin's registered name and options, and links it with the
-plugin. `options` is the body of the plugin's options message
+strategy, metric and batch_transform plugins) are value-parameterized gtest
+suites in alwayslink libraries; the macro writes a one-statement source file
+that instantiates the suite with the plugin's registered name and options, and
+links it with the plugin. `options` is the body of the plugin's options message
 in text format (its type is looked up in the registry), or a list of them: each
 is one instance of the whole suite.
 """
@@ -22,6 +22,7 @@ _SUITES = {
     "dataset": ("DatasetConformanceTest", "DatasetConformanceParams"),
     "strategy": ("StrategyConformanceTest", "StrategyConformanceParams"),
     "metric": ("MetricConformanceTest", "MetricConformanceParams"),
+    "batch_transform": ("BatchTransformConformanceTest", "BatchTransformConformanceParams"),
 }
 
 _DELIMITER = "conformance"
@@ -188,3 +189,18 @@ def metric_conformance_test(name, plugin, options = "", plugin_name = None, deps
     registered = plugin_name or _registered_name(plugin)
     fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
     _conformance_test(name, "metric", plugin, registered, fields, deps, **kwargs)
+
+def batch_transform_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
+    """The batch transform conformance suite (batch_transform_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the batch transform's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
+    _conformance_test(name, "batch_transform", plugin, registered, fields, deps, **kwargs)
