@@ -24,6 +24,8 @@ _SUITES = {
     "sampler": ("SamplerConformanceTest", "SamplerConformanceParams"),
     "optimizer": ("OptimizerConformanceTest", "OptimizerConformanceParams"),
     "loss": ("LossConformanceTest", "LossConformanceParams"),
+    "metric": ("MetricConformanceTest", "MetricConformanceParams"),
+    "batch_transform": ("BatchTransformConformanceTest", "BatchTransformConformanceParams"),
 }
 
 _SCHEDULE_SHAPES = ["", "non_increasing", "rises_then_falls"]
@@ -276,3 +278,33 @@ def loss_conformance_test(
         for o in _as_list(options)
     ]
     _conformance_test(name, "loss", plugin, registered, fields, deps, **kwargs)
+
+def metric_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
+    """The metric conformance suite (metric_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the metric's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
+    _conformance_test(name, "metric", plugin, registered, fields, deps, **kwargs)
+
+def batch_transform_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
+    """The batch transform conformance suite (batch_transform_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the batch transform's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
+    _conformance_test(name, "batch_transform", plugin, registered, fields, deps, **kwargs)

@@ -85,6 +85,17 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "broken_loss_half_gradient.GradientMatchesCentralFiniteDifferences",
       "broken_loss_logit_penalty.AddingAConstantToARowOfLogitsChangesNothing",
       "broken_loss_broadcasts_targets.WrongShapedTargetsAreErrorsNotCrashes",
+      "broken_metric_mean_of_means.SumsAddUpAcrossRanks",
+      "broken_metric_keeps_the_best.APassFromEmptySumsStartsFromZero",
+      "broken_metric_first_add_overwrites.SumsRestoredIntoAnotherInstanceContinueToTheSameFigures",
+      "broken_metric_nan_when_empty.APassWithoutSamplesGivesZerosNotNaN",
+      "broken_metric_first_rows_only.TheOrderOfBatchesAndSamplesDoesNotMatter",
+      "broken_metric_broadcasts.LogitsAndLabelsThatDoNotFitAreErrors",
+      "broken_mix_global_counter.TheSameRandomStreamGivesBitwiseTheSameBatch",
+      "broken_mix_targets_short_of_one.TargetRowsAreProbabilities",
+      "broken_mix_brightens.EveryOutputPixelLiesWithinTheBatchsPixelsThere",
+      "broken_mix_credits_another_image.TargetsCreditTheImagesMixedIntoEachOutput",
+      "broken_mix_takes_any_shape.InputsThatDoNotFitAreErrorsNotExceptions",
   };
   EXPECT_EQ(FailedTests(result.output), expected) << result.output;
 }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "torch/csrc/autograd/grad_mode.h"
 
 namespace pipeline {
@@ -36,6 +38,45 @@ double SampleGamma(double shape, SampleRandom& random) {
     const double u = 1.0 - random.Uniform();
     if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
   }
+}
+
+std::string ShapeOf(const torch::Tensor& tensor) {
+  return absl::StrCat("[", absl::StrJoin(tensor.sizes(), ", "), "]");
+}
+
+// What Apply is given, as batch_transform.h has it: an error rather than a
+// LibTorch exception (a label beyond the classes) or a batch mixed along
+// the wrong dimension (images without one for the batch).
+absl::Status CheckBatch(const torch::Tensor& images, const torch::Tensor& targets,
+                        int64_t classes) {
+  if (!images.defined() || images.dim() != 4 || images.scalar_type() != torch::kFloat) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "images ", images.defined() ? ShapeOf(images) : "undefined", " (",
+        images.defined() ? c10::toString(images.scalar_type()) : "none",
+        "): a batch is N x C x H x W float32"));
+  }
+  const int64_t count = images.size(0);
+  if (!targets.defined()) return absl::InvalidArgumentError("a batch without targets");
+  if (targets.is_floating_point()) {
+    if (targets.dim() == 2 && targets.size(0) == count && targets.size(1) == classes) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat("soft targets ", ShapeOf(targets), " for ",
+                                                    count, " images of ", classes,
+                                                    " classes; they are N x classes"));
+  }
+  if (targets.dim() != 1 || targets.size(0) != count) {
+    return absl::InvalidArgumentError(absl::StrCat("labels ", ShapeOf(targets), " for ", count,
+                                                   " images; they are N class indices"));
+  }
+  if (count > 0) {
+    const int64_t low = targets.min().item<int64_t>(), high = targets.max().item<int64_t>();
+    if (low < 0 || high >= classes) {
+      return absl::InvalidArgumentError(absl::StrCat("label ", low < 0 ? low : high,
+                                                     " is not one of the ", classes, " classes"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -87,6 +128,7 @@ void CutmixImages(torch::Tensor& images, const Box& box) {
 
 absl::Status ApplyMix(const MixSettings& settings, int64_t classes, torch::Tensor& images,
                       torch::Tensor& targets, SampleRandom& random) {
+  if (absl::Status fits = CheckBatch(images, targets, classes); !fits.ok()) return fits;
   double lam = 1.0;
   bool cutmix = false;
   if (random.Uniform() < settings.prob) {

@@ -128,6 +128,29 @@ TEST(MixTest, TheSameRandomStreamMixesTheSame) {
   EXPECT_FALSE(mixed(3).equal(mixed(4)));
 }
 
+TEST(MixTest, RefusesABatchThatDoesNotFit) {
+  MixSettings settings;
+  settings.mixup_alpha = 0.8;
+  auto message = [&](torch::Tensor images, torch::Tensor targets) {
+    SampleRandom random(1, 1, 1);
+    return std::string(ApplyMix(settings, 3, images, targets, random).message());
+  };
+  const torch::Tensor images = torch::rand({2, 1, 2, 2});
+  EXPECT_EQ(message(images[0], torch::tensor({0}, torch::kLong)),
+            "images [1, 2, 2] (Float): a batch is N x C x H x W float32");
+  EXPECT_EQ(message(images.to(torch::kByte), torch::tensor({0, 1}, torch::kLong)),
+            "images [2, 1, 2, 2] (Byte): a batch is N x C x H x W float32");
+  EXPECT_EQ(message(images, torch::tensor({0}, torch::kLong)),
+            "labels [1] for 2 images; they are N class indices");
+  EXPECT_EQ(message(images, torch::tensor({0, 3}, torch::kLong)),
+            "label 3 is not one of the 3 classes");
+  EXPECT_EQ(message(images, torch::tensor({-1, 2}, torch::kLong)),
+            "label -1 is not one of the 3 classes");
+  EXPECT_EQ(message(images, torch::full({2, 4}, 0.25)),
+            "soft targets [2, 4] for 2 images of 3 classes; they are N x classes");
+  EXPECT_EQ(message(images, torch::Tensor()), "a batch without targets");
+}
+
 absl::StatusOr<std::unique_ptr<BatchTransform>> MakeMixup(const std::string& options,
                                                           int64_t classes) {
   return testing::CreatePlugin<BatchTransform>(

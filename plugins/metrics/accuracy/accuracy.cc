@@ -28,6 +28,11 @@ class Accuracy : public Metric {
 
   void Add(const torch::Tensor& logits, const torch::Tensor& labels,
            std::vector<double>& sums) const override {
+    // Labels of [1] or [N, 1] broadcast against the predictions: they would
+    // be counted, as some other batch.
+    TORCH_CHECK(logits.dim() == 2 && labels.dim() == 1 && logits.size(0) == labels.size(0),
+                "accuracy: logits ", logits.sizes(), " and labels ", labels.sizes(),
+                " do not fit; they are N x classes and N");
     sums[0] += CountCorrect(logits, labels);
     sums[1] += labels.size(0);
   }

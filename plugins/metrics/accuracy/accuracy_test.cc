@@ -66,6 +66,18 @@ TEST(AccuracyTest, NoSamplesGiveZero) {
   EXPECT_EQ(values[0].value, 0);
 }
 
+TEST(AccuracyTest, RefusesLabelsThatDoNotFitTheLogits) {
+  auto metric = CreateAccuracy(1);
+  ASSERT_NE(metric, nullptr);
+  std::vector<double> sums(2);
+  // Both broadcast against the 4 predictions.
+  EXPECT_THROW(metric->Add(torch::zeros({4, 5}), torch::zeros({1}, torch::kInt64), sums),
+               c10::Error);
+  EXPECT_THROW(metric->Add(torch::zeros({4, 5}), torch::zeros({4, 1}, torch::kInt64), sums),
+               c10::Error);
+  EXPECT_EQ(sums, std::vector<double>(2));
+}
+
 TEST(AccuracyTest, IsTheDefaultMetric) {
   EXPECT_EQ(Registry<Metric>::Global().DefaultFor("metrics"), "accuracy");
 }

@@ -32,6 +32,11 @@ class ConfusionMatrix : public Metric {
 
   void Add(const torch::Tensor& logits, const torch::Tensor& labels,
            std::vector<double>& sums) const override {
+    // Labels of [1] broadcast against the predictions: they would be
+    // counted, as some other batch.
+    TORCH_CHECK(logits.dim() == 2 && labels.dim() == 1 && logits.size(0) == labels.size(0),
+                "confusion_matrix: logits ", logits.sizes(), " and labels ", labels.sizes(),
+                " do not fit; they are N x classes and N");
     // A prediction beyond the classes would land in the next label's row.
     TORCH_CHECK(logits.size(1) == num_classes(), "confusion_matrix: logits for ", logits.size(1),
                 " classes, but the training data has ", num_classes());

@@ -103,5 +103,14 @@ TEST(ConfusionMatrixTest, RefusesLogitsOrLabelsBeyondTheClasses) {
   EXPECT_EQ(sums, std::vector<double>(9));
 }
 
+TEST(ConfusionMatrixTest, RefusesLabelsThatDoNotFitTheLogits) {
+  auto metric = CreateConfusionMatrix();
+  ASSERT_NE(metric, nullptr);
+  std::vector<double> sums(9);
+  // One label would broadcast against the two predictions.
+  EXPECT_THROW(metric->Add(LogitsPredicting({0, 2}), Labels({1}), sums), c10::Error);
+  EXPECT_EQ(sums, std::vector<double>(9));
+}
+
 }  // namespace
 }  // namespace pipeline
