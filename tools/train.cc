@@ -34,9 +34,9 @@
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/trainer/run_setup.h"
 #include "pipeline/trainer/trainer.h"
-#include "tools/elastic_launch.h"
-#include "tools/elastic_rendezvous.h"
-#include "tools/launcher.h"
+#include "pipeline/launch/elastic_launch.h"
+#include "pipeline/launch/elastic_rendezvous.h"
+#include "pipeline/launch/launcher.h"
 
 DEFINE_string(config, "",
               "The run's config: a path, or a bare name looked up in configs/ "

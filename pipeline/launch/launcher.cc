@@ -1,4 +1,4 @@
-#include "tools/launcher.h"
+#include "pipeline/launch/launcher.h"
 
 #include <netinet/in.h>
 #include <poll.h>

@@ -4,7 +4,7 @@
 // with a last call of 0, and a node waiting for the next round is released
 // by an event (a new round, the end of the job).
 
-#include "tools/elastic_rendezvous.h"
+#include "pipeline/launch/elastic_rendezvous.h"
 
 #include <future>
 #include <memory>

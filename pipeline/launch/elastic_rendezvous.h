@@ -1,5 +1,5 @@
-#ifndef TOOLS_ELASTIC_RENDEZVOUS_H_
-#define TOOLS_ELASTIC_RENDEZVOUS_H_
+#ifndef PIPELINE_LAUNCH_ELASTIC_RENDEZVOUS_H_
+#define PIPELINE_LAUNCH_ELASTIC_RENDEZVOUS_H_
 
 // The launchers' rendezvous of an elastic job (train --nnodes=MIN:MAX), as
 // torchrun's c10d rendezvous backend does it: the launcher on the
@@ -106,4 +106,4 @@ class ElasticRendezvous {
 
 }  // namespace pipeline
 
-#endif  // TOOLS_ELASTIC_RENDEZVOUS_H_
+#endif  // PIPELINE_LAUNCH_ELASTIC_RENDEZVOUS_H_

@@ -1,5 +1,5 @@
-#ifndef TOOLS_LAUNCHER_H_
-#define TOOLS_LAUNCHER_H_
+#ifndef PIPELINE_LAUNCH_LAUNCHER_H_
+#define PIPELINE_LAUNCH_LAUNCHER_H_
 
 // The built-in launcher: starts this node's worker processes of a
 // multi-process run with the environment torchrun gives its workers, relays
@@ -69,4 +69,4 @@ int LauncherStopSignal();
 
 }  // namespace pipeline
 
-#endif  // TOOLS_LAUNCHER_H_
+#endif  // PIPELINE_LAUNCH_LAUNCHER_H_

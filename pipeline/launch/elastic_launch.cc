@@ -1,4 +1,4 @@
-#include "tools/elastic_launch.h"
+#include "pipeline/launch/elastic_launch.h"
 
 #include <chrono>
 #include <iostream>

@@ -1,4 +1,4 @@
-#include "tools/elastic_rendezvous.h"
+#include "pipeline/launch/elastic_rendezvous.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include "pipeline/util/c10d_compat.h"
 #include "pipeline/util/host_address.h"
 #include "pipeline/util/network_interfaces.h"
-#include "tools/launcher.h"
+#include "pipeline/launch/launcher.h"
 
 namespace pipeline {
 namespace {

@@ -23,7 +23,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/free_port.h"
-#include "tools/elastic_launch.h"
+#include "pipeline/launch/elastic_launch.h"
 
 namespace pipeline {
 namespace {

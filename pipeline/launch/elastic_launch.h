@@ -1,5 +1,5 @@
-#ifndef TOOLS_ELASTIC_LAUNCH_H_
-#define TOOLS_ELASTIC_LAUNCH_H_
+#ifndef PIPELINE_LAUNCH_ELASTIC_LAUNCH_H_
+#define PIPELINE_LAUNCH_ELASTIC_LAUNCH_H_
 
 // This node's part of an elastic job (train --nnodes=MIN:MAX), as torchrun
 // runs it: meet the other nodes' launchers in a rendezvous round, run this
@@ -11,8 +11,8 @@
 // next restart.
 
 #include "absl/status/status.h"
-#include "tools/elastic_rendezvous.h"
-#include "tools/launcher.h"
+#include "pipeline/launch/elastic_rendezvous.h"
+#include "pipeline/launch/launcher.h"
 
 namespace pipeline {
 
@@ -24,4 +24,4 @@ absl::Status LaunchElastic(const RendezvousOptions& rendezvous, LaunchOptions la
 
 }  // namespace pipeline
 
-#endif  // TOOLS_ELASTIC_LAUNCH_H_
+#endif  // PIPELINE_LAUNCH_ELASTIC_LAUNCH_H_
