@@ -23,7 +23,7 @@
 #include "absl/strings/strip.h"
 #include "caffe2/serialize/inline_container.h"
 #include "pipeline/checkpoint/archive_check.h"
-#include "pipeline/reporting/crc32c.h"
+#include "pipeline/util/crc32c.h"
 #include "pipeline/util/durable_file.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "pipeline/reporting/crc32c.h"
+#include "pipeline/util/crc32c.h"
 
 namespace pipeline {
 namespace {

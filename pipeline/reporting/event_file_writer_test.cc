@@ -10,7 +10,7 @@
 #include "google/protobuf/dynamic_message.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "pipeline/reporting/crc32c.h"
+#include "pipeline/util/crc32c.h"
 #include "pipeline/testing/temp_path.h"
 
 namespace pipeline {

@@ -1,4 +1,4 @@
-#include "pipeline/reporting/crc32c.h"
+#include "pipeline/util/crc32c.h"
 
 #include <array>
 

@@ -1,5 +1,5 @@
-#ifndef PIPELINE_REPORTING_CRC32C_H_
-#define PIPELINE_REPORTING_CRC32C_H_
+#ifndef PIPELINE_UTIL_CRC32C_H_
+#define PIPELINE_UTIL_CRC32C_H_
 
 // CRC-32C (Castagnoli), the checksum of TFRecord framing.
 
@@ -16,4 +16,4 @@ uint32_t MaskCrc32c(uint32_t crc);
 
 }  // namespace pipeline
 
-#endif  // PIPELINE_REPORTING_CRC32C_H_
+#endif  // PIPELINE_UTIL_CRC32C_H_
