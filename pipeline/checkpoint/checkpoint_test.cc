@@ -11,25 +11,17 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/temp_path.h"
+#include "pipeline/testing/tiny_models.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
 
 namespace pipeline {
 namespace {
 
-class TinyModel : public Model {
- public:
-  TinyModel() : linear_(register_module("fc", torch::nn::Linear(3, 2))) {}
-  torch::Tensor forward(const torch::Tensor& images) override { return linear_(images); }
-
- private:
-  torch::nn::Linear linear_;
-};
-
 using testing::TempPath;
 
 TEST(CheckpointTest, KeepsTheLossScaleOfFloat16Runs) {
-  TinyModel model;
+  testing::TinyModel model(3, 2);
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
   CheckpointContents contents{/*epoch=*/1, /*step=*/7, {"a", "b"}, "trainer {}"};
   contents.grad_scale = 8192;
@@ -44,7 +36,7 @@ TEST(CheckpointTest, KeepsTheLossScaleOfFloat16Runs) {
 }
 
 TEST(CheckpointTest, HasNoLossScaleWithoutFloat16) {
-  TinyModel model;
+  testing::TinyModel model(3, 2);
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
   const std::string path = TempPath("fp32.pt");
   ASSERT_TRUE(
@@ -65,7 +57,7 @@ std::string ReadFile(const std::string& path) {
 // /dev/full fails every write with ENOSPC: a full disk at a chosen file.
 TEST(CheckpointTest, AFullDiskLeavesThePreviousCheckpointWhole) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
-  TinyModel model;
+  testing::TinyModel model(3, 2);
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
   const std::string path = TempPath("full_disk.pt");
   ASSERT_TRUE(
@@ -87,7 +79,7 @@ TEST(CheckpointTest, AFullDiskLeavesThePreviousCheckpointWhole) {
 }
 
 TEST(CheckpointTest, ADamagedChecksumFileIsNamed) {
-  TinyModel model;
+  testing::TinyModel model(3, 2);
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
   const std::string path = TempPath("torn_sum.pt");
   ASSERT_TRUE(

@@ -37,6 +37,7 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/interfaces/sampler.h"
 #include "pipeline/interfaces/strategy.h"
+#include "pipeline/testing/tiny_models.h"
 #include "pipeline/trainer/metric_set.h"
 #include "pipeline/trainer/output_write_errors.h"
 #include "pipeline/trainer/progress_printer.h"
@@ -108,16 +109,6 @@ class FakeCommunicator : public Communicator {
   std::map<std::string, std::vector<double>> additions_;
   std::map<std::string, absl::Status> failures_;
   std::vector<std::string> calls_;
-};
-
-// 2x2 one-channel images (4 values) -> 3 logits, through one layer "fc".
-class TinyModel : public Model {
- public:
-  TinyModel() { fc = register_module("fc", torch::nn::Linear(4, 3)); }
-  torch::Tensor forward(const torch::Tensor& images) override {
-    return fc->forward(images.flatten(1));
-  }
-  torch::nn::Linear fc{nullptr};
 };
 
 class TestCrossEntropy : public Loss {

@@ -15,6 +15,7 @@
 #include "pipeline/testing/temp_path.h"
 #include "pipeline/weights/pretrained.h"
 #include "pipeline/weights/state_dict_reader.h"
+#include "pipeline/testing/tiny_models.h"
 #include "torch/nn/modules/batchnorm.h"
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/linear.h"
@@ -24,27 +25,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-// A backbone (a convolution and a BatchNorm) and a head, named like a
-// torchvision model, built for the context it is given.
-class TinyNet : public Model {
- public:
-  TinyNet(int64_t num_classes, int64_t in_channels, int64_t width) {
-    conv_ = register_module(
-        "conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, width, 3)));
-    bn_ = register_module("bn", torch::nn::BatchNorm2d(width));
-    fc_ = register_module("fc", torch::nn::Linear(width, num_classes));
-  }
-  torch::Tensor forward(const torch::Tensor& images) override {
-    return fc_(torch::adaptive_avg_pool2d(bn_(conv_(images)).relu(), {1, 1}).flatten(1));
-  }
-  std::vector<std::string> head_prefixes() const override { return {"fc."}; }
-
- private:
-  torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d bn_{nullptr};
-  torch::nn::Linear fc_{nullptr};
-};
+using TinyNet = testing::TinyConvNet;
 
 class Headless : public Model {
  public:

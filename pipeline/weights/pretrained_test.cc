@@ -1,4 +1,5 @@
 #include "pipeline/weights/pretrained.h"
+#include "pipeline/testing/tiny_models.h"
 
 #include <sstream>
 #include <string>
@@ -15,26 +16,8 @@
 namespace pipeline {
 namespace {
 
+using TinyNet = testing::TinyConvNet;
 
-// A backbone (a convolution and a BatchNorm) and a head, named like a
-// torchvision model.
-class TinyNet : public Model {
- public:
-  explicit TinyNet(int64_t num_classes, int64_t width = 4) {
-    conv_ = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, width, 3)));
-    bn_ = register_module("bn", torch::nn::BatchNorm2d(width));
-    fc_ = register_module("fc", torch::nn::Linear(width, num_classes));
-  }
-  torch::Tensor forward(const torch::Tensor& images) override {
-    return fc_(torch::adaptive_avg_pool2d(bn_(conv_(images)).relu(), {1, 1}).flatten(1));
-  }
-  std::vector<std::string> head_prefixes() const override { return {"fc."}; }
-
- private:
-  torch::nn::Conv2d conv_{nullptr};
-  torch::nn::BatchNorm2d bn_{nullptr};
-  torch::nn::Linear fc_{nullptr};
-};
 
 NamedTensors StateOf(Model& model) {
   NamedTensors tensors;
@@ -49,7 +32,7 @@ NamedTensors StateOf(Model& model) {
 
 // Source weights that differ from any fresh model's.
 NamedTensors SourceWeights(int64_t num_classes, int64_t width = 4) {
-  TinyNet source(num_classes, width);
+  TinyNet source(num_classes, /*in_channels=*/1, width);
   NamedTensors tensors = StateOf(source);
   for (auto& [name, tensor] : tensors) {
     if (tensor.is_floating_point()) tensor.uniform_(0.5, 1.5);
@@ -95,7 +78,7 @@ TEST(LoadStateDictTest, AHeadForOtherClassesKeepsItsFreshInitAndIsLogged) {
 
 TEST(LoadStateDictTest, ABackboneOfAnotherShapeIsAnErrorAndChangesNothing) {
   const NamedTensors source = SourceWeights(3, /*width=*/8);
-  TinyNet model(3, /*width=*/4);
+  TinyNet model(3, /*in_channels=*/1, /*width=*/4);
   const NamedTensors before = StateOf(model);
   const absl::Status status = LoadStateDict(model, source, "wide.pt", nullptr);
   EXPECT_EQ(status.message(),

@@ -15,6 +15,7 @@
 #include "pipeline/checkpoint/checkpoint.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/temp_path.h"
+#include "pipeline/testing/tiny_models.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/adam.h"
 #include "torch/optim/adamw.h"
@@ -203,17 +204,8 @@ TEST(StateDictReaderTest, WrittenStateDictReadsBack) {
   ExpectSameTensors(*again, *tensors);
 }
 
-class Tiny : public Model {
- public:
-  Tiny() { fc_ = register_module("fc", torch::nn::Linear(4, 2)); }
-  torch::Tensor forward(const torch::Tensor& images) override { return fc_(images); }
-
- private:
-  torch::nn::Linear fc_{nullptr};
-};
-
 TEST(StateDictReaderTest, ReadsTheTrainersCheckpoints) {
-  Tiny model;
+  testing::TinyModel model(4, 2);
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
   const std::string path = TempPath("checkpoint.pt");
   CheckpointContents contents{/*epoch=*/3, /*step=*/120, {"cat", "dog"}, "trainer { epochs: 3 }"};
@@ -236,7 +228,7 @@ TEST(StateDictReaderTest, ReadsTheTrainersCheckpoints) {
 // step counts, per-parameter tensors) pass the check ReadCheckpoint makes
 // before LibTorch imports them.
 TEST(StateDictReaderTest, CheckpointsOfEveryOptimizerAfterAStepReadBack) {
-  Tiny model;
+  testing::TinyModel model(4, 2);
   std::vector<std::unique_ptr<torch::optim::Optimizer>> optimizers;
   optimizers.push_back(std::make_unique<torch::optim::SGD>(
       model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true)));
@@ -263,7 +255,7 @@ TEST(StateDictReaderTest, CheckpointsOfEveryOptimizerAfterAStepReadBack) {
 // class definition in the archive (found by tests/fuzz); the archive does
 // not check its records' CRCs, so only our check stands in between.
 TEST(StateDictReaderTest, ReadCheckpointRejectsDamagedClassSourcesWithoutCrashing) {
-  Tiny model;
+  testing::TinyModel model(4, 2);
   torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1));
   const std::string path = TempPath("damaged_code.pt");
   ASSERT_TRUE(WriteCheckpoint(path, model, optimizer, CheckpointContents{}).ok());
