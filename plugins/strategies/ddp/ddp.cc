@@ -21,10 +21,6 @@
 //     options { [type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 2 } }
 //   }
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -33,37 +29,27 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <unordered_set>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/layers/batch_norm.h"
-#include "pipeline/util/c10d_compat.h"
 #include "pipeline/util/cuda_devices.h"
-#include "pipeline/util/host_address.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
-#include "pipeline/util/torch_version.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
 #include "plugins/strategies/ddp/optimizer_shards.h"
 #include "plugins/strategies/ddp/peer_progress.h"
+#include "plugins/strategies/ddp/process_group.h"
 #include "plugins/strategies/ddp/rendezvous.h"
 #include "torch/csrc/autograd/function.h"
 #include "torch/csrc/autograd/utils/lambda_post_hook.h"
 #include "torch/csrc/autograd/variable.h"
-#include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
-#include "torch/csrc/distributed/c10d/TCPStore.hpp"
-#ifdef USE_C10D_NCCL
-#include "c10/cuda/CUDAFunctions.h"
-#include "torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"
-#endif
 #include "torch/types.h"
 
 namespace pipeline {
@@ -82,34 +68,20 @@ struct Bucket {
   c10::intrusive_ptr<c10d::Work> work;
 };
 
-// LibTorch 2.4+ prints "WARNING: destroy_process_group() was not called
-// before program exit" when an NCCL group is destroyed while still open, and
-// then aborts its communicators. By then every collective of the run was
-// waited for, so aborting first is the same teardown without the warning
-// (shutdown() would also flush outstanding work: it blocks on a dead peer).
-void AbortNcclGroup(CollectiveGroup& group) {
-#if defined(USE_C10D_NCCL) && PIPELINE_TORCH_AT_LEAST(2, 4)
-  if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(&group)) nccl->abort();
-#else
-  (void)group;
-#endif
-}
-
 class DdpStrategy : public Strategy {
  public:
-  DdpStrategy(const DdpOptions& options, Rendezvous rendezvous,
-              c10::intrusive_ptr<CollectiveGroup> group, c10::intrusive_ptr<c10d::Store> store,
+  DdpStrategy(const DdpOptions& options, Rendezvous rendezvous, ProcessGroup process_group,
               torch::Device device)
       : options_(options),
         rendezvous_(std::move(rendezvous)),
-        group_(std::move(group)),
-        progress_(std::move(store), rendezvous_.rank, rendezvous_.world_size,
+        process_group_(std::move(process_group)),
+        progress_(process_group_.store, rendezvous_.rank, rendezvous_.world_size,
                   rendezvous_.host,
                   absl::StrCat(rendezvous_.master_addr, ":", rendezvous_.master_port)),
         device_(device),
         communicator_(*this),
         shards_(rendezvous_.rank, rendezvous_.world_size) {}
-  ~DdpStrategy() override { AbortNcclGroup(*group_); }
+  ~DdpStrategy() override { AbortNcclGroup(*process_group_.group); }
 
   Communicator& communicator() override { return communicator_; }
   torch::Device device() const override { return device_; }
@@ -221,7 +193,7 @@ class DdpStrategy : public Strategy {
     absl::Status AllReduceSum(std::vector<double>& values, const std::string& what) override {
       return CallTorch("ddp", [&] {
         std::vector<at::Tensor> tensors = {ddp_.ToDevice(torch::tensor(values, torch::kDouble))};
-        ddp_.Run(what, [&] { return ddp_.group_->allreduce(tensors); });
+        ddp_.Run(what, [&] { return ddp_.process_group_.group->allreduce(tensors); });
         const at::Tensor sums = tensors[0].cpu();
         for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
       });
@@ -250,12 +222,12 @@ class DdpStrategy : public Strategy {
       return CallTorch("ddp", [&] {
         std::vector<at::Tensor> length = {
             ddp_.ToDevice(torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong))};
-        ddp_.Run(what, [&] { return ddp_.group_->broadcast(length, {root}); });
+        ddp_.Run(what, [&] { return ddp_.process_group_.group->broadcast(length, {root}); });
         const int64_t size = length[0].cpu().item<int64_t>();
         at::Tensor data = torch::zeros({std::max<int64_t>(size, 1)}, torch::kUInt8);
         if (rank() == root) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
         std::vector<at::Tensor> tensors = {ddp_.ToDevice(data)};
-        ddp_.Run(what, [&] { return ddp_.group_->broadcast(tensors, {root}); });
+        ddp_.Run(what, [&] { return ddp_.process_group_.group->broadcast(tensors, {root}); });
         const at::Tensor received = tensors[0].cpu();
         bytes.assign(static_cast<const char*>(received.data_ptr()), size);
       });
@@ -274,7 +246,7 @@ class DdpStrategy : public Strategy {
       std::vector<at::Tensor> input = {ddp_.ToDevice(local)};
       std::vector<std::vector<at::Tensor>> output(1);
       for (int r = 0; r < world_size(); ++r) output[0].push_back(torch::empty_like(input[0]));
-      ddp_.Run(what, [&] { return ddp_.group_->allgather(output, input); });
+      ddp_.Run(what, [&] { return ddp_.process_group_.group->allgather(output, input); });
       return output;
     }
     std::vector<int64_t> Gather(const at::Tensor& one_long, const std::string& what) {
@@ -299,13 +271,13 @@ class DdpStrategy : public Strategy {
       for (int r = 0; r < ddp_.rendezvous_.world_size; ++r) {
         output[0].push_back(at::empty_like(input[0]));
       }
-      ddp_.Run(what, [&] { return ddp_.group_->allgather(output, input); });
+      ddp_.Run(what, [&] { return ddp_.process_group_.group->allgather(output, input); });
       return at::stack(output[0]);
     }
 
     void AllReduceSum(torch::Tensor& values, const std::string& what) override {
       std::vector<at::Tensor> tensors = {values.contiguous()};
-      ddp_.Run(what, [&] { return ddp_.group_->allreduce(tensors); });
+      ddp_.Run(what, [&] { return ddp_.process_group_.group->allreduce(tensors); });
       if (!tensors[0].is_same(values)) values.copy_(tensors[0]);
     }
 
@@ -379,7 +351,7 @@ class DdpStrategy : public Strategy {
       progress_.Enter(collective);
       c10d::BroadcastOptions from;
       from.rootRank = root;
-      Wait(*group_->broadcast(flat, from), collective);
+      Wait(*process_group_.group->broadcast(flat, from), collective);
       int64_t offset = 0;
       torch::NoGradGuard no_grad;
       for (at::Tensor& t : group) {
@@ -566,7 +538,7 @@ class DdpStrategy : public Strategy {
       tensors = {bucket.compressed};
     }
     progress_.Enter(BucketName(next_to_launch_));
-    bucket.work = group_->allreduce(tensors);
+    bucket.work = process_group_.group->allreduce(tensors);
     bucket.launched = true;
   }
 
@@ -616,7 +588,7 @@ class DdpStrategy : public Strategy {
 
   DdpOptions options_;
   Rendezvous rendezvous_;
-  c10::intrusive_ptr<CollectiveGroup> group_;
+  ProcessGroup process_group_;
   PeerProgress progress_;
   torch::Device device_;
   GroupCommunicator communicator_;
@@ -676,137 +648,33 @@ absl::Status ValidateDdp(const DdpOptions& options) {
   return absl::OkStatus();
 }
 
-// Where this rank's Gloo transport listens: the interface named by
-// GLOO_SOCKET_IFNAME (as in PyTorch); loopback when every rank is on this
-// machine; otherwise the address this host's name resolves to.
-std::shared_ptr<::gloo::transport::Device> GlooDevice(const StrategyContext& context,
-                                                      const Rendezvous& rendezvous) {
-  const std::string interface = context.environment("GLOO_SOCKET_IFNAME");
-  if (!interface.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
-  if (rendezvous.master_addr == "127.0.0.1") {
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+// One GPU per process, by its rank on this machine (as torchrun's users do
+// with LOCAL_RANK); the CPU otherwise.
+absl::StatusOr<torch::Device> DeviceOfThisRank(const DdpOptions& options,
+                                               const Rendezvous& rendezvous) {
+  if (options.device() != "cuda") return torch::Device(torch::kCPU);
+  // NCCL refuses two ranks on one GPU ("Duplicate GPU detected") only after
+  // the rendezvous, in the first collective; say it before.
+  const absl::Status usable = CheckCudaDevice(
+      absl::StrCat("ddp rank ", rendezvous.rank, " (LOCAL_RANK=", rendezvous.local_rank,
+                   ") runs on cuda:", rendezvous.local_rank),
+      rendezvous.local_rank);
+  if (!usable.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        usable.message(), ". Start at most one process per GPU on each node (nproc_per_node, "
+        "torchrun --nproc_per_node, srun --ntasks-per-node)"));
   }
-  return c10d::ProcessGroupGloo::createDefaultDevice();
-}
-
-// Whether `store` belongs to this rank's attempt of the job. After a
-// restart, a restarted rank can reach the store of the attempt before (its
-// rank 0 still reporting its error) and would meet ranks that are about to
-// exit; rank 0 stamps its store with its attempt, and a rank of a later
-// attempt waits for a store with its own.
-bool StoreOfThisAttempt(c10d::Store& store, const Rendezvous& rendezvous) {
-  const std::string key = "pipeline/restart_count";
-  if (rendezvous.rank == 0) {
-    const std::string mine = std::to_string(rendezvous.restart_count);
-    store.set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
-    return true;
-  }
-  const std::vector<uint8_t> value = store.get(key);
-  int theirs = 0;
-  absl::SimpleAtoi(std::string(value.begin(), value.end()), &theirs);
-  if (theirs > rendezvous.restart_count) {
-    throw std::runtime_error(absl::StrCat(
-        "rank 0 runs attempt ", theirs, " of this job (TORCHELASTIC_RESTART_COUNT) and this rank ",
-        "attempt ", rendezvous.restart_count, "; restart every node's launcher together"));
-  }
-  return theirs == rendezvous.restart_count;
-}
-
-// Ranks launched inconsistently would otherwise wait for each other until
-// the timeout: every rank compares its world size with rank 0's, and claims
-// its rank number, so a rank started twice is refused.
-void CheckRanksAgree(c10d::Store& store, const Rendezvous& rendezvous) {
-  auto bytes = [](const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); };
-  store.set(absl::StrCat("pipeline/world_size/", rendezvous.rank),
-            bytes(std::to_string(rendezvous.world_size)));
-  const std::vector<uint8_t> zero = store.get("pipeline/world_size/0");
-  const std::string theirs(zero.begin(), zero.end());
-  if (theirs != std::to_string(rendezvous.world_size)) {
-    throw std::runtime_error(absl::StrCat("WORLD_SIZE=", rendezvous.world_size,
-                                          " here but rank 0 has WORLD_SIZE=", theirs,
-                                          "; start every rank with the same world size"));
-  }
-  if (store.add(absl::StrCat("pipeline/rank_claims/", rendezvous.rank), 1) > 1) {
-    throw std::runtime_error(absl::StrCat("RANK=", rendezvous.rank,
-                                          " is already taken by another process of this job; "
-                                          "give each process its own rank"));
-  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank));
 }
 
 absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
                                                     const StrategyContext& context) {
   ASSIGN_OR_RETURN(Rendezvous rendezvous, ReadRendezvous(context));
-  const auto timeout = std::chrono::milliseconds(1000LL * options.timeout_seconds());
-  torch::Device device(torch::kCPU);
-  if (options.device() == "cuda") {
-    // One GPU per process, by its rank on this machine (as torchrun's users
-    // do with LOCAL_RANK).
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank));
-    // NCCL refuses two ranks on one GPU ("Duplicate GPU detected") only
-    // after the rendezvous, in the first collective; say it before.
-    const absl::Status usable =
-        CheckCudaDevice(absl::StrCat("ddp rank ", rendezvous.rank, " (LOCAL_RANK=",
-                                     rendezvous.local_rank, ") runs on cuda:",
-                                     rendezvous.local_rank),
-                        rendezvous.local_rank);
-    if (!usable.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          usable.message(), ". Start at most one process per GPU on each node (nproc_per_node, "
-          "torchrun --nproc_per_node, srun --ntasks-per-node)"));
-    }
-  }
-  // Before the store, which would retry a name that does not resolve until
-  // the timeout.
-  RETURN_IF_ERROR(CheckHostResolves(rendezvous.master_addr, rendezvous.master_addr_source));
-  c10::intrusive_ptr<c10d::Store> store;
-  auto group = CallTorch(
-      absl::StrCat("ddp: rendezvous of ", rendezvous.world_size, " ranks at ",
-                   rendezvous.master_addr, ":", rendezvous.master_port, " (rank ",
-                   rendezvous.rank, ")"),
-      [&]() -> c10::intrusive_ptr<CollectiveGroup> {
-        c10d::TCPStoreOptions store_options;
-        store_options.port = static_cast<uint16_t>(rendezvous.master_port);
-        store_options.isServer = rendezvous.rank == 0;
-        store_options.numWorkers = rendezvous.world_size;
-        store_options.timeout = timeout;
-        UseClassicStoreBackend(store_options);
-        const auto give_up = std::chrono::steady_clock::now() + timeout;
-        while (true) {
-          store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
-          if (StoreOfThisAttempt(*store, rendezvous)) break;
-          store.reset();
-          if (std::chrono::steady_clock::now() > give_up) {
-            throw std::runtime_error(absl::StrCat(
-                "for timeout_seconds (", options.timeout_seconds(), ") only the store of an ",
-                "earlier attempt answered, not that of attempt ", rendezvous.restart_count));
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        CheckRanksAgree(*store, rendezvous);
-#ifdef USE_C10D_NCCL
-        if (options.backend() == DdpOptions::NCCL) {
-          c10::cuda::set_device(device.index());
-          auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-          nccl_options->timeout = timeout;
-          return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rendezvous.rank,
-                                                             rendezvous.world_size, nccl_options);
-        }
-#endif
-        auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-        gloo_options->devices.push_back(GlooDevice(context, rendezvous));
-        return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
-                                                           rendezvous.world_size, gloo_options);
-      });
-  if (!group.ok()) {
-    if (absl::StrContains(group.status().message(), "Address already in use")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          group.status().message(), " Another process holds port ", rendezvous.master_port,
-          ": choose a free one with MASTER_PORT (or train --master_port)"));
-    }
-    return group.status();
-  }
-  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group),
-                                       std::move(store), device);
+  ASSIGN_OR_RETURN(torch::Device device, DeviceOfThisRank(options, rendezvous));
+  ASSIGN_OR_RETURN(ProcessGroup process_group,
+                   ConnectProcessGroup(options, context, rendezvous, device));
+  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(process_group),
+                                       device);
 }
 
 PIPELINE_REGISTER_PLUGIN(Strategy, "ddp", DdpOptions,
