@@ -43,6 +43,7 @@
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
+#include "plugins/strategies/ddp/group_communicator.h"
 #include "plugins/strategies/ddp/optimizer_shards.h"
 #include "plugins/strategies/ddp/peer_progress.h"
 #include "plugins/strategies/ddp/process_group.h"
@@ -78,8 +79,9 @@ class DdpStrategy : public Strategy {
         progress_(process_group_.store, rendezvous_.rank, rendezvous_.world_size,
                   rendezvous_.host,
                   absl::StrCat(rendezvous_.master_addr, ":", rendezvous_.master_port)),
+        collectives_(process_group_.group, progress_, options.timeout_seconds()),
         device_(device),
-        communicator_(*this),
+        communicator_(collectives_, device_),
         shards_(rendezvous_.rank, rendezvous_.world_size) {}
   ~DdpStrategy() override { AbortNcclGroup(*process_group_.group); }
 
@@ -99,7 +101,7 @@ class DdpStrategy : public Strategy {
       // Every replica starts from rank 0's weights and buffers.
       std::vector<at::Tensor> state = model.parameters();
       for (const at::Tensor& b : model.buffers()) state.push_back(b);
-      BroadcastCoalesced(state, "broadcast of rank 0's initial weights");
+      collectives_.BroadcastCoalesced(state, "broadcast of rank 0's initial weights");
       if (options_.sync_batch_norm()) SynchronizeBatchNormLayers(model);
       // Backward produces the last layers' gradients first: the initial
       // bucket order until the first step shows the real one.
@@ -129,7 +131,9 @@ class DdpStrategy : public Strategy {
     return CallTorch("ddp: training step", [&] {
       if (options_.broadcast_buffers()) {
         std::vector<at::Tensor> buffers = model.buffers();
-        if (!buffers.empty()) BroadcastCoalesced(buffers, "broadcast of rank 0's buffers");
+        if (!buffers.empty()) {
+          collectives_.BroadcastCoalesced(buffers, "broadcast of rank 0's buffers");
+        }
       }
       if (synchronize_) {
         // Not zeroed: each slot is its parameter's .grad, which holds what
@@ -162,8 +166,8 @@ class DdpStrategy : public Strategy {
     const bool first = shards_.owners().empty();
     RETURN_IF_ERROR(CallTorch("ddp: sharded optimizer step", [&] {
       shards_.Step(optimizer, [this](std::vector<at::Tensor>& shard, int owner) {
-        BroadcastCoalesced(shard, absl::StrCat("broadcast of rank ", owner, "'s optimizer shard"),
-                           owner);
+        collectives_.BroadcastCoalesced(
+            shard, absl::StrCat("broadcast of rank ", owner, "'s optimizer shard"), owner);
       });
     }));
     return first ? ReportShardedState(optimizer) : absl::OkStatus();
@@ -180,114 +184,9 @@ class DdpStrategy : public Strategy {
   }
 
  private:
-  // The trainer's collectives (votes, metrics, agreement checks), over the
-  // gradients' group, so a dead or stopped peer is named the same way.
-  // NCCL reduces only device tensors: every tensor goes to the strategy's
-  // device and back.
-  class GroupCommunicator : public Communicator {
-   public:
-    explicit GroupCommunicator(DdpStrategy& ddp) : ddp_(ddp) {}
-    int rank() const override { return ddp_.rendezvous_.rank; }
-    int world_size() const override { return ddp_.rendezvous_.world_size; }
-
-    absl::Status AllReduceSum(std::vector<double>& values, const std::string& what) override {
-      return CallTorch("ddp", [&] {
-        std::vector<at::Tensor> tensors = {ddp_.ToDevice(torch::tensor(values, torch::kDouble))};
-        ddp_.Run(what, [&] { return ddp_.process_group_.group->allreduce(tensors); });
-        const at::Tensor sums = tensors[0].cpu();
-        for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
-      });
-    }
-
-    absl::StatusOr<std::vector<std::string>> AllGather(const std::string& bytes,
-                                                       const std::string& what) override {
-      return CallTorch("ddp", [&] {
-        // Lengths first, then every rank's bytes padded to the longest.
-        const std::vector<int64_t> lengths =
-            Gather(torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong), what);
-        const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-        at::Tensor padded = torch::zeros({std::max<int64_t>(longest, 1)}, torch::kUInt8);
-        std::memcpy(padded.data_ptr(), bytes.data(), bytes.size());
-        std::vector<std::vector<at::Tensor>> gathered = GatherTensors(padded, what);
-        std::vector<std::string> result;
-        for (int r = 0; r < world_size(); ++r) {
-          const at::Tensor part = gathered[0][r].cpu();
-          result.emplace_back(static_cast<const char*>(part.data_ptr()), lengths[r]);
-        }
-        return result;
-      });
-    }
-
-    absl::Status Broadcast(std::string& bytes, int root, const std::string& what) override {
-      return CallTorch("ddp", [&] {
-        std::vector<at::Tensor> length = {
-            ddp_.ToDevice(torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong))};
-        ddp_.Run(what, [&] { return ddp_.process_group_.group->broadcast(length, {root}); });
-        const int64_t size = length[0].cpu().item<int64_t>();
-        at::Tensor data = torch::zeros({std::max<int64_t>(size, 1)}, torch::kUInt8);
-        if (rank() == root) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
-        std::vector<at::Tensor> tensors = {ddp_.ToDevice(data)};
-        ddp_.Run(what, [&] { return ddp_.process_group_.group->broadcast(tensors, {root}); });
-        const at::Tensor received = tensors[0].cpu();
-        bytes.assign(static_cast<const char*>(received.data_ptr()), size);
-      });
-    }
-
-    // A one-number all-reduce: NCCL's barrier needs a device guess, this
-    // does not.
-    absl::Status Barrier(const std::string& what) override {
-      std::vector<double> nothing = {0};
-      return AllReduceSum(nothing, what);
-    }
-
-   private:
-    std::vector<std::vector<at::Tensor>> GatherTensors(const at::Tensor& local,
-                                                       const std::string& what) {
-      std::vector<at::Tensor> input = {ddp_.ToDevice(local)};
-      std::vector<std::vector<at::Tensor>> output(1);
-      for (int r = 0; r < world_size(); ++r) output[0].push_back(torch::empty_like(input[0]));
-      ddp_.Run(what, [&] { return ddp_.process_group_.group->allgather(output, input); });
-      return output;
-    }
-    std::vector<int64_t> Gather(const at::Tensor& one_long, const std::string& what) {
-      const std::vector<std::vector<at::Tensor>> gathered = GatherTensors(one_long, what);
-      std::vector<int64_t> values;
-      for (const at::Tensor& t : gathered[0]) values.push_back(t.cpu().item<int64_t>());
-      return values;
-    }
-
-    DdpStrategy& ddp_;
-  };
-
-  // sync_batch_norm's collectives, over the gradients' group, named in the
-  // peer records like every other.
-  class GroupBatchNormReplicas : public BatchNormReplicas {
-   public:
-    explicit GroupBatchNormReplicas(DdpStrategy& ddp) : ddp_(ddp) {}
-
-    torch::Tensor AllGather(const torch::Tensor& local, const std::string& what) override {
-      std::vector<at::Tensor> input = {local.contiguous()};
-      std::vector<std::vector<at::Tensor>> output(1);
-      for (int r = 0; r < ddp_.rendezvous_.world_size; ++r) {
-        output[0].push_back(at::empty_like(input[0]));
-      }
-      ddp_.Run(what, [&] { return ddp_.process_group_.group->allgather(output, input); });
-      return at::stack(output[0]);
-    }
-
-    void AllReduceSum(torch::Tensor& values, const std::string& what) override {
-      std::vector<at::Tensor> tensors = {values.contiguous()};
-      ddp_.Run(what, [&] { return ddp_.process_group_.group->allreduce(tensors); });
-      if (!tensors[0].is_same(values)) values.copy_(tensors[0]);
-    }
-
-   private:
-    DdpStrategy& ddp_;
-  };
-
   void SynchronizeBatchNormLayers(Model& model) {
     absl::StatusOr<int> layers =
-        SynchronizeBatchNorm(model, std::make_shared<GroupBatchNormReplicas>(*this));
+        SynchronizeBatchNorm(model, std::make_shared<GroupBatchNormReplicas>(collectives_));
     if (!layers.ok()) throw std::runtime_error(std::string(layers.status().message()));
     if (*layers == 0 && rendezvous_.rank == 0) {
       std::cerr << "warning: ddp: sync_batch_norm is set, but the model has no BatchNorm layer "
@@ -307,58 +206,6 @@ class DdpStrategy : public Strategy {
         "ddp: optimizer state sharded over %d ranks: %.1f MB on rank 0, %.1f MB in all\n",
         rendezvous_.world_size, bytes[0] / 1e6, total / 1e6);
     return absl::OkStatus();
-  }
-
-  at::Tensor ToDevice(const at::Tensor& t) const { return t.to(device_); }
-
-  // Starts the collective `launch` returns, as `collective` in the peer
-  // records, and waits for it.
-  template <typename Launch>
-  void Run(const std::string& collective, Launch launch) {
-    progress_.Enter(collective);
-    Wait(*launch(), collective);
-  }
-
-  // Waits for `work`, the collective this rank entered last; a timeout
-  // names it and the ranks that never came.
-  void Wait(c10d::Work& work, const std::string& collective) {
-    try {
-      work.wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
-    } catch (const std::exception& error) {
-      // Gloo names the transport's operation, not which collective.
-      // c10's errors carry a backtrace after their first line.
-      // A timeout may be a peer cut off or stopped: worth 1.5 s to tell.
-      // (Gloo says "Timed out waiting ..." in 1.13, "Operation timed out!"
-      // in 2.x.)
-      const std::string first_line = FirstLineOf(error.what());
-      const bool timed_out = absl::StrContains(absl::AsciiStrToLower(first_line), "timed out");
-      throw std::runtime_error(absl::StrCat(collective, ": ", first_line,
-                                            " (waited up to timeout_seconds: ",
-                                            options_.timeout_seconds(), ")",
-                                            progress_.DescribeLaggards(timed_out)));
-    }
-  }
-
-  // One broadcast from `root` for many tensors of one dtype each group.
-  void BroadcastCoalesced(std::vector<at::Tensor>& tensors, const std::string& collective,
-                          int root = 0) {
-    std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
-    for (at::Tensor& t : tensors) by_type[t.scalar_type()].push_back(t);
-    for (auto& [type, group] : by_type) {
-      std::vector<at::Tensor> flat_parts;
-      for (const at::Tensor& t : group) flat_parts.push_back(t.detach().reshape({-1}));
-      std::vector<at::Tensor> flat = {at::cat(flat_parts)};
-      progress_.Enter(collective);
-      c10d::BroadcastOptions from;
-      from.rootRank = root;
-      Wait(*process_group_.group->broadcast(flat, from), collective);
-      int64_t offset = 0;
-      torch::NoGradGuard no_grad;
-      for (at::Tensor& t : group) {
-        t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
-        offset += t.numel();
-      }
-    }
   }
 
   // Buckets of about bucket_cap_mb, the parameters in `order` (the order
@@ -537,8 +384,8 @@ class DdpStrategy : public Strategy {
       bucket.compressed.copy_(bucket.flat);
       tensors = {bucket.compressed};
     }
-    progress_.Enter(BucketName(next_to_launch_));
-    bucket.work = process_group_.group->allreduce(tensors);
+    bucket.work = collectives_.Start(BucketName(next_to_launch_),
+                                     [&] { return collectives_.group().allreduce(tensors); });
     bucket.launched = true;
   }
 
@@ -563,7 +410,7 @@ class DdpStrategy : public Strategy {
     for (size_t b = 0; b < buckets_.size(); ++b) {
       Bucket& bucket = buckets_[b];
       const auto wait_start = std::chrono::steady_clock::now();
-      Wait(*bucket.work, BucketName(b));
+      collectives_.Wait(*bucket.work, BucketName(b));
       waited +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
       if (compressed()) {
@@ -590,6 +437,7 @@ class DdpStrategy : public Strategy {
   Rendezvous rendezvous_;
   ProcessGroup process_group_;
   PeerProgress progress_;
+  CollectiveRunner collectives_;
   torch::Device device_;
   GroupCommunicator communicator_;
   OptimizerShards shards_;  // used with shard_optimizer_state

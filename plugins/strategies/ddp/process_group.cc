@@ -152,7 +152,8 @@ absl::StatusOr<ProcessGroup> ConnectProcessGroup(const DdpOptions& options,
         connected.group = MakeGroup(options, context, rendezvous, device, connected.store, timeout);
         return connected;
       });
-  if (!connected.ok() && absl::StrContains(connected.status().message(), "Address already in use")) {
+  if (!connected.ok() &&
+      absl::StrContains(connected.status().message(), "Address already in use")) {
     return absl::FailedPreconditionError(absl::StrCat(
         connected.status().message(), " Another process holds port ", rendezvous.master_port,
         ": choose a free one with MASTER_PORT (or train --master_port)"));
