@@ -33,24 +33,29 @@ DdpOptions WithTimeout(int seconds) {
 // Connects the ranks `rendezvous` lists, each on a thread, each giving up
 // after its `timeout_seconds`; returns each one's error ("" when it joined
 // a group). The groups are kept until every thread has returned, so a rank
-// 0 that connected still serves its store to the late ones.
+// 0 that connected still serves its store to the late ones; then they go
+// to `kept`, if given.
 std::vector<std::string> ConnectOnThreads(const std::vector<Rendezvous>& rendezvous,
-                                          const std::vector<int>& timeout_seconds) {
+                                          const std::vector<int>& timeout_seconds,
+                                          std::vector<ProcessGroup>* kept = nullptr) {
   std::mutex mutex;
   std::vector<ProcessGroup> connected;
-  return RunOnThreads(static_cast<int>(rendezvous.size()), [&](int i) -> absl::Status {
-    auto group = ConnectProcessGroup(WithTimeout(timeout_seconds[i]), EmptyEnvironment(),
-                                     rendezvous[i], torch::kCPU);
-    if (!group.ok()) return group.status();
-    if (group->group->getRank() != rendezvous[i].rank ||
-        group->group->getSize() != rendezvous[i].world_size) {
-      return absl::InternalError(absl::StrCat("rank ", group->group->getRank(), " of ",
-                                              group->group->getSize()));
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    connected.push_back(*std::move(group));
-    return absl::OkStatus();
-  });
+  const std::vector<std::string> errors =
+      RunOnThreads(static_cast<int>(rendezvous.size()), [&](int i) -> absl::Status {
+        auto group = ConnectProcessGroup(WithTimeout(timeout_seconds[i]), EmptyEnvironment(),
+                                         rendezvous[i], torch::kCPU);
+        if (!group.ok()) return group.status();
+        if (group->group->getRank() != rendezvous[i].rank ||
+            group->group->getSize() != rendezvous[i].world_size) {
+          return absl::InternalError(absl::StrCat("rank ", group->group->getRank(), " of ",
+                                                  group->group->getSize()));
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        connected.push_back(*std::move(group));
+        return absl::OkStatus();
+      });
+  if (kept != nullptr) *kept = std::move(connected);
+  return errors;
 }
 
 TEST(ProcessGroupTest, RanksOfOneAttemptFormAGroup) {
@@ -94,19 +99,21 @@ TEST(ProcessGroupTest, ARankOfAnEarlierAttemptIsRefused) {
 }
 
 // A restarted rank that finds only the store of the attempt before (its
-// rank 0 not restarted yet) waits for its own, and gives up after its
-// timeout saying so.
+// rank 0 not restarted yet, its group still up) waits for its own, and
+// gives up after its timeout saying so.
 TEST(ProcessGroupTest, ARankOfALaterAttemptWaitsForItsOwnStore) {
   const int port = FreePort();
-  const std::vector<std::string> errors = ConnectOnThreads(
-      {LoopbackRendezvous(0, 2, port, /*restart_count=*/0),
-       LoopbackRendezvous(1, 2, port, /*restart_count=*/0),
-       LoopbackRendezvous(1, 2, port, /*restart_count=*/1)},
-      {30, 30, 1});
-  EXPECT_EQ(errors[0], "");
-  EXPECT_EQ(errors[1], "");
-  EXPECT_THAT(errors[2], HasSubstr("for timeout_seconds (1) only the store of an earlier attempt "
-                                   "answered, not that of attempt 1"));
+  std::vector<ProcessGroup> earlier_attempt;
+  ASSERT_EQ(ConnectOnThreads({LoopbackRendezvous(0, 2, port, /*restart_count=*/0),
+                              LoopbackRendezvous(1, 2, port, /*restart_count=*/0)},
+                             {30, 30}, &earlier_attempt),
+            (std::vector<std::string>{"", ""}));
+  const auto group =
+      ConnectProcessGroup(WithTimeout(1), EmptyEnvironment(),
+                          LoopbackRendezvous(1, 2, port, /*restart_count=*/1), torch::kCPU);
+  EXPECT_THAT(group.status().message(),
+              HasSubstr("for timeout_seconds (1) only the store of an earlier attempt answered, "
+                        "not that of attempt 1"));
 }
 
 TEST(ProcessGroupTest, APortInUseSaysToChooseAnother) {
