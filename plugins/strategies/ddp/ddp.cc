@@ -4,112 +4,58 @@
 // the batches (for models without batch statistics; with BatchNorm, each
 // rank normalises its own batch, as in PyTorch DDP).
 //
-// Gradients are averaged in buckets (parameters in reverse registration
-// order, about the order backward produces them). A tensor hook on every
-// parameter copies its gradient into its bucket; when a bucket is complete
-// its all-reduce is launched asynchronously, so communication overlaps the
-// rest of the backward pass (Li et al., "PyTorch Distributed", VLDB 2020).
-// Buckets are launched strictly in index order on every rank, so the
-// collectives match. With find_unused_parameters, parameters the forward
-// pass's graph does not reach are marked ready before backward starts, so
-// their buckets still launch during it; without, a parameter that got no
-// gradient is found after backward (its bucket launched with zeros so no
-// rank hangs) and the step fails with its name.
+// The parts: the rendezvous (rendezvous.h), the c10d group of this rank
+// (process_group.h), the collectives over it (group_communicator.h), the
+// bucketed gradient all-reduce that overlaps backward (gradient_reducer.h)
+// and, with shard_optimizer_state, ZeRO-1 (optimizer_shards.h).
 //
 //   strategy {
 //     name: "ddp"
 //     options { [type.googleapis.com/pipeline.DdpOptions] { nproc_per_node: 2 } }
 //   }
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstring>
 #include <iostream>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
-#include <unordered_set>
+#include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/layers/batch_norm.h"
-#include "pipeline/util/c10d_compat.h"
 #include "pipeline/util/cuda_devices.h"
-#include "pipeline/util/host_address.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
-#include "pipeline/util/torch_version.h"
 #include "plugins/strategies/ddp/ddp.pb.h"
+#include "plugins/strategies/ddp/gradient_reducer.h"
+#include "plugins/strategies/ddp/group_communicator.h"
 #include "plugins/strategies/ddp/optimizer_shards.h"
 #include "plugins/strategies/ddp/peer_progress.h"
+#include "plugins/strategies/ddp/process_group.h"
 #include "plugins/strategies/ddp/rendezvous.h"
-#include "torch/csrc/autograd/function.h"
-#include "torch/csrc/autograd/utils/lambda_post_hook.h"
-#include "torch/csrc/autograd/variable.h"
-#include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
-#include "torch/csrc/distributed/c10d/TCPStore.hpp"
-#ifdef USE_C10D_NCCL
-#include "c10/cuda/CUDAFunctions.h"
-#include "torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp"
-#endif
 #include "torch/types.h"
 
 namespace pipeline {
 namespace {
 
-// A run of parameters whose gradients travel in one all-reduce.
-struct Bucket {
-  std::vector<size_t> parameters;  // indices into DdpStrategy::parameters_
-  std::vector<int64_t> offsets;    // element offset of each in `flat`
-  at::Tensor flat;
-  // What travels when gradient_compression is FP16: flat / world size, as
-  // float16.
-  at::Tensor compressed;
-  size_t ready = 0;
-  bool launched = false;
-  c10::intrusive_ptr<c10d::Work> work;
-};
-
-// LibTorch 2.4+ prints "WARNING: destroy_process_group() was not called
-// before program exit" when an NCCL group is destroyed while still open, and
-// then aborts its communicators. By then every collective of the run was
-// waited for, so aborting first is the same teardown without the warning
-// (shutdown() would also flush outstanding work: it blocks on a dead peer).
-void AbortNcclGroup(CollectiveGroup& group) {
-#if defined(USE_C10D_NCCL) && PIPELINE_TORCH_AT_LEAST(2, 4)
-  if (auto* nccl = dynamic_cast<c10d::ProcessGroupNCCL*>(&group)) nccl->abort();
-#else
-  (void)group;
-#endif
-}
-
 class DdpStrategy : public Strategy {
  public:
-  DdpStrategy(const DdpOptions& options, Rendezvous rendezvous,
-              c10::intrusive_ptr<CollectiveGroup> group, c10::intrusive_ptr<c10d::Store> store,
+  DdpStrategy(const DdpOptions& options, Rendezvous rendezvous, ProcessGroup process_group,
               torch::Device device)
       : options_(options),
         rendezvous_(std::move(rendezvous)),
-        group_(std::move(group)),
-        progress_(std::move(store), rendezvous_.rank, rendezvous_.world_size,
+        process_group_(std::move(process_group)),
+        progress_(process_group_.store, rendezvous_.rank, rendezvous_.world_size,
                   rendezvous_.host,
                   absl::StrCat(rendezvous_.master_addr, ":", rendezvous_.master_port)),
+        collectives_(process_group_.group, progress_, options.timeout_seconds()),
         device_(device),
-        communicator_(*this),
+        communicator_(collectives_, device_),
+        reducer_(options_, collectives_, communicator_),
         shards_(rendezvous_.rank, rendezvous_.world_size) {}
-  ~DdpStrategy() override { AbortNcclGroup(*group_); }
+  ~DdpStrategy() override { AbortNcclGroup(*process_group_.group); }
 
   Communicator& communicator() override { return communicator_; }
   torch::Device device() const override { return device_; }
@@ -117,37 +63,19 @@ class DdpStrategy : public Strategy {
   absl::Status Prepare(Model& model, const ModelFactory&) override {
     return CallTorch("ddp: preparing the model", [&] {
       model.to(device_);
-      parameters_.clear();
-      names_.clear();
+      std::vector<at::Tensor> parameters;
+      std::vector<std::string> names;
       for (const auto& p : model.named_parameters()) {
         if (!p.value().requires_grad()) continue;
-        parameters_.push_back(p.value());
-        names_.push_back(p.key());
+        parameters.push_back(p.value());
+        names.push_back(p.key());
       }
       // Every replica starts from rank 0's weights and buffers.
       std::vector<at::Tensor> state = model.parameters();
       for (const at::Tensor& b : model.buffers()) state.push_back(b);
-      BroadcastCoalesced(state, "broadcast of rank 0's initial weights");
+      collectives_.BroadcastCoalesced(state, "broadcast of rank 0's initial weights");
       if (options_.sync_batch_norm()) SynchronizeBatchNormLayers(model);
-      // Backward produces the last layers' gradients first: the initial
-      // bucket order until the first step shows the real one.
-      std::vector<size_t> reversed(parameters_.size());
-      for (size_t k = 0; k < reversed.size(); ++k) reversed[k] = reversed.size() - 1 - k;
-      BuildBuckets(reversed);
-      // After each parameter's gradient accumulator has added this pass's
-      // gradient into .grad (the bucket's storage), as PyTorch's Reducer.
-      // The accumulators are kept alive here, or autograd would make new
-      // ones without the hook.
-      accumulators_.clear();
-      for (size_t i = 0; i < parameters_.size(); ++i) {
-        accumulators_.push_back(torch::autograd::impl::grad_accumulator(parameters_[i]));
-        accumulators_.back()->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
-            [this, i](const torch::autograd::variable_list& outputs,
-                      const torch::autograd::variable_list&) {
-              OnGradientReady(i);
-              return outputs;
-            }));
-      }
+      reducer_.Prepare(std::move(parameters), std::move(names));
     });
   }
 
@@ -157,41 +85,28 @@ class DdpStrategy : public Strategy {
     return CallTorch("ddp: training step", [&] {
       if (options_.broadcast_buffers()) {
         std::vector<at::Tensor> buffers = model.buffers();
-        if (!buffers.empty()) BroadcastCoalesced(buffers, "broadcast of rank 0's buffers");
-      }
-      if (synchronize_) {
-        // Not zeroed: each slot is its parameter's .grad, which holds what
-        // earlier accumulated passes (no_sync) left.
-        for (Bucket& bucket : buckets_) {
-          bucket.ready = 0;
-          bucket.launched = false;
-          bucket.work.reset();
+        if (!buffers.empty()) {
+          collectives_.BroadcastCoalesced(buffers, "broadcast of rank 0's buffers");
         }
-        next_to_launch_ = 0;
-        received_.assign(parameters_.size(), false);
       }
       torch::Tensor logits = model.forward(images.to(device_, /*non_blocking=*/true));
       torch::Tensor loss = loss_function(logits, labels.to(device_, /*non_blocking=*/true));
-      if (synchronize_ && options_.find_unused_parameters()) MarkUnusedReady(loss);
+      reducer_.BeginBackward(loss);
       loss.backward();
-      double waited = 0;
-      if (synchronize_) {
-        waited = FinishGradients();
-        if (!buckets_rebuilt_) RebuildBucketsInReadyOrder();
-      }
+      const double waited = reducer_.Finish();
       return StepOutput{loss.detach().cpu(), logits.detach().cpu(), waited};
     });
   }
 
-  void SetGradientSynchronization(bool enabled) override { synchronize_ = enabled; }
+  void SetGradientSynchronization(bool enabled) override { reducer_.set_synchronize(enabled); }
 
   absl::Status Step(Optimizer& optimizer) override {
     if (!options_.shard_optimizer_state()) return Strategy::Step(optimizer);
     const bool first = shards_.owners().empty();
     RETURN_IF_ERROR(CallTorch("ddp: sharded optimizer step", [&] {
       shards_.Step(optimizer, [this](std::vector<at::Tensor>& shard, int owner) {
-        BroadcastCoalesced(shard, absl::StrCat("broadcast of rank ", owner, "'s optimizer shard"),
-                           owner);
+        collectives_.BroadcastCoalesced(
+            shard, absl::StrCat("broadcast of rank ", owner, "'s optimizer shard"), owner);
       });
     }));
     return first ? ReportShardedState(optimizer) : absl::OkStatus();
@@ -208,114 +123,9 @@ class DdpStrategy : public Strategy {
   }
 
  private:
-  // The trainer's collectives (votes, metrics, agreement checks), over the
-  // gradients' group, so a dead or stopped peer is named the same way.
-  // NCCL reduces only device tensors: every tensor goes to the strategy's
-  // device and back.
-  class GroupCommunicator : public Communicator {
-   public:
-    explicit GroupCommunicator(DdpStrategy& ddp) : ddp_(ddp) {}
-    int rank() const override { return ddp_.rendezvous_.rank; }
-    int world_size() const override { return ddp_.rendezvous_.world_size; }
-
-    absl::Status AllReduceSum(std::vector<double>& values, const std::string& what) override {
-      return CallTorch("ddp", [&] {
-        std::vector<at::Tensor> tensors = {ddp_.ToDevice(torch::tensor(values, torch::kDouble))};
-        ddp_.Run(what, [&] { return ddp_.group_->allreduce(tensors); });
-        const at::Tensor sums = tensors[0].cpu();
-        for (size_t i = 0; i < values.size(); ++i) values[i] = sums[i].item<double>();
-      });
-    }
-
-    absl::StatusOr<std::vector<std::string>> AllGather(const std::string& bytes,
-                                                       const std::string& what) override {
-      return CallTorch("ddp", [&] {
-        // Lengths first, then every rank's bytes padded to the longest.
-        const std::vector<int64_t> lengths =
-            Gather(torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong), what);
-        const int64_t longest = *std::max_element(lengths.begin(), lengths.end());
-        at::Tensor padded = torch::zeros({std::max<int64_t>(longest, 1)}, torch::kUInt8);
-        std::memcpy(padded.data_ptr(), bytes.data(), bytes.size());
-        std::vector<std::vector<at::Tensor>> gathered = GatherTensors(padded, what);
-        std::vector<std::string> result;
-        for (int r = 0; r < world_size(); ++r) {
-          const at::Tensor part = gathered[0][r].cpu();
-          result.emplace_back(static_cast<const char*>(part.data_ptr()), lengths[r]);
-        }
-        return result;
-      });
-    }
-
-    absl::Status Broadcast(std::string& bytes, int root, const std::string& what) override {
-      return CallTorch("ddp", [&] {
-        std::vector<at::Tensor> length = {
-            ddp_.ToDevice(torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kLong))};
-        ddp_.Run(what, [&] { return ddp_.group_->broadcast(length, {root}); });
-        const int64_t size = length[0].cpu().item<int64_t>();
-        at::Tensor data = torch::zeros({std::max<int64_t>(size, 1)}, torch::kUInt8);
-        if (rank() == root) std::memcpy(data.data_ptr(), bytes.data(), bytes.size());
-        std::vector<at::Tensor> tensors = {ddp_.ToDevice(data)};
-        ddp_.Run(what, [&] { return ddp_.group_->broadcast(tensors, {root}); });
-        const at::Tensor received = tensors[0].cpu();
-        bytes.assign(static_cast<const char*>(received.data_ptr()), size);
-      });
-    }
-
-    // A one-number all-reduce: NCCL's barrier needs a device guess, this
-    // does not.
-    absl::Status Barrier(const std::string& what) override {
-      std::vector<double> nothing = {0};
-      return AllReduceSum(nothing, what);
-    }
-
-   private:
-    std::vector<std::vector<at::Tensor>> GatherTensors(const at::Tensor& local,
-                                                       const std::string& what) {
-      std::vector<at::Tensor> input = {ddp_.ToDevice(local)};
-      std::vector<std::vector<at::Tensor>> output(1);
-      for (int r = 0; r < world_size(); ++r) output[0].push_back(torch::empty_like(input[0]));
-      ddp_.Run(what, [&] { return ddp_.group_->allgather(output, input); });
-      return output;
-    }
-    std::vector<int64_t> Gather(const at::Tensor& one_long, const std::string& what) {
-      const std::vector<std::vector<at::Tensor>> gathered = GatherTensors(one_long, what);
-      std::vector<int64_t> values;
-      for (const at::Tensor& t : gathered[0]) values.push_back(t.cpu().item<int64_t>());
-      return values;
-    }
-
-    DdpStrategy& ddp_;
-  };
-
-  // sync_batch_norm's collectives, over the gradients' group, named in the
-  // peer records like every other.
-  class GroupBatchNormReplicas : public BatchNormReplicas {
-   public:
-    explicit GroupBatchNormReplicas(DdpStrategy& ddp) : ddp_(ddp) {}
-
-    torch::Tensor AllGather(const torch::Tensor& local, const std::string& what) override {
-      std::vector<at::Tensor> input = {local.contiguous()};
-      std::vector<std::vector<at::Tensor>> output(1);
-      for (int r = 0; r < ddp_.rendezvous_.world_size; ++r) {
-        output[0].push_back(at::empty_like(input[0]));
-      }
-      ddp_.Run(what, [&] { return ddp_.group_->allgather(output, input); });
-      return at::stack(output[0]);
-    }
-
-    void AllReduceSum(torch::Tensor& values, const std::string& what) override {
-      std::vector<at::Tensor> tensors = {values.contiguous()};
-      ddp_.Run(what, [&] { return ddp_.group_->allreduce(tensors); });
-      if (!tensors[0].is_same(values)) values.copy_(tensors[0]);
-    }
-
-   private:
-    DdpStrategy& ddp_;
-  };
-
   void SynchronizeBatchNormLayers(Model& model) {
     absl::StatusOr<int> layers =
-        SynchronizeBatchNorm(model, std::make_shared<GroupBatchNormReplicas>(*this));
+        SynchronizeBatchNorm(model, std::make_shared<GroupBatchNormReplicas>(collectives_));
     if (!layers.ok()) throw std::runtime_error(std::string(layers.status().message()));
     if (*layers == 0 && rendezvous_.rank == 0) {
       std::cerr << "warning: ddp: sync_batch_norm is set, but the model has no BatchNorm layer "
@@ -337,307 +147,15 @@ class DdpStrategy : public Strategy {
     return absl::OkStatus();
   }
 
-  at::Tensor ToDevice(const at::Tensor& t) const { return t.to(device_); }
-
-  // Starts the collective `launch` returns, as `collective` in the peer
-  // records, and waits for it.
-  template <typename Launch>
-  void Run(const std::string& collective, Launch launch) {
-    progress_.Enter(collective);
-    Wait(*launch(), collective);
-  }
-
-  // Waits for `work`, the collective this rank entered last; a timeout
-  // names it and the ranks that never came.
-  void Wait(c10d::Work& work, const std::string& collective) {
-    try {
-      work.wait(std::chrono::milliseconds(1000LL * options_.timeout_seconds()));
-    } catch (const std::exception& error) {
-      // Gloo names the transport's operation, not which collective.
-      // c10's errors carry a backtrace after their first line.
-      // A timeout may be a peer cut off or stopped: worth 1.5 s to tell.
-      // (Gloo says "Timed out waiting ..." in 1.13, "Operation timed out!"
-      // in 2.x.)
-      const std::string first_line = FirstLineOf(error.what());
-      const bool timed_out = absl::StrContains(absl::AsciiStrToLower(first_line), "timed out");
-      throw std::runtime_error(absl::StrCat(collective, ": ", first_line,
-                                            " (waited up to timeout_seconds: ",
-                                            options_.timeout_seconds(), ")",
-                                            progress_.DescribeLaggards(timed_out)));
-    }
-  }
-
-  // One broadcast from `root` for many tensors of one dtype each group.
-  void BroadcastCoalesced(std::vector<at::Tensor>& tensors, const std::string& collective,
-                          int root = 0) {
-    std::map<at::ScalarType, std::vector<at::Tensor>> by_type;
-    for (at::Tensor& t : tensors) by_type[t.scalar_type()].push_back(t);
-    for (auto& [type, group] : by_type) {
-      std::vector<at::Tensor> flat_parts;
-      for (const at::Tensor& t : group) flat_parts.push_back(t.detach().reshape({-1}));
-      std::vector<at::Tensor> flat = {at::cat(flat_parts)};
-      progress_.Enter(collective);
-      c10d::BroadcastOptions from;
-      from.rootRank = root;
-      Wait(*group_->broadcast(flat, from), collective);
-      int64_t offset = 0;
-      torch::NoGradGuard no_grad;
-      for (at::Tensor& t : group) {
-        t.detach().copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
-        offset += t.numel();
-      }
-    }
-  }
-
-  // Buckets of about bucket_cap_mb, the parameters in `order` (the order
-  // their gradients become ready); the first bucket at most 1 MiB, as
-  // PyTorch's Reducer, so the first all-reduce starts early in backward.
-  // Each parameter's .grad becomes a view of its slot (PyTorch's
-  // gradient_as_bucket_view): autograd accumulates straight into the
-  // bucket, and the average lands in .grad without a copy.
-  void BuildBuckets(const std::vector<size_t>& order) {
-    torch::NoGradGuard no_grad;
-    // Gradients in the old buckets stay alive as long as their .grad holds
-    // them, for UseSlotAsGradient to copy below.
-    buckets_.clear();
-    bucket_of_.assign(parameters_.size(), 0);
-    const int64_t cap_bytes = static_cast<int64_t>(options_.bucket_cap_mb() * 1024 * 1024);
-    constexpr int64_t kFirstBucketBytes = 1024 * 1024;
-    Bucket current;
-    int64_t elements = 0;
-    auto close = [&] {
-      if (current.parameters.empty()) return;
-      current.flat = at::zeros({elements}, parameters_[current.parameters[0]].options());
-      buckets_.push_back(std::move(current));
-      current = Bucket();
-      elements = 0;
-    };
-    for (size_t k : order) {
-      const at::Tensor& p = parameters_[k];
-      const int64_t cap = buckets_.empty() ? std::min(cap_bytes, kFirstBucketBytes) : cap_bytes;
-      if (!current.parameters.empty() &&
-          (elements + p.numel()) * static_cast<int64_t>(p.element_size()) > cap) {
-        close();
-      }
-      bucket_of_[k] = buckets_.size();
-      current.parameters.push_back(k);
-      current.offsets.push_back(elements);
-      elements += p.numel();
-    }
-    close();
-    position_in_bucket_.assign(parameters_.size(), 0);
-    for (const Bucket& bucket : buckets_) {
-      for (size_t j = 0; j < bucket.parameters.size(); ++j) {
-        position_in_bucket_[bucket.parameters[j]] = j;
-      }
-    }
-    slots_.clear();
-    for (size_t i = 0; i < parameters_.size(); ++i) slots_.push_back(MakeSlot(i));
-    for (size_t i = 0; i < parameters_.size(); ++i) UseSlotAsGradient(i);
-  }
-
-  // Parameter i's part of its bucket, shaped (and strided) like it. Made
-  // with set_ rather than as a view: it shares the bucket's storage, but
-  // autograd does not track it as a view, which LibTorch's
-  // Optimizer::zero_grad (detach_) would refuse.
-  at::Tensor MakeSlot(size_t i) const {
-    const at::Tensor& p = parameters_[i];
-    const Bucket& bucket = buckets_[bucket_of_[i]];
-    std::vector<int64_t> strides(p.dim(), 1);
-    if (p.is_non_overlapping_and_dense()) {
-      strides = p.strides().vec();
-    } else {
-      for (int64_t d = p.dim() - 1; d > 0; --d) strides[d - 1] = strides[d] * p.size(d);
-    }
-    at::Tensor slot = at::empty({0}, bucket.flat.options());
-    torch::NoGradGuard no_grad;
-    slot.set_(bucket.flat.storage(),
-              bucket.flat.storage_offset() + bucket.offsets[position_in_bucket_[i]], p.sizes(),
-              strides);
-    return slot;
-  }
-
-  // Makes parameter i's .grad its slot again, keeping the value: after the
-  // buckets are built, or when .grad was replaced (zero_grad setting it to
-  // none, as LibTorch 2.x's does). An undefined .grad is a zero slot.
-  void UseSlotAsGradient(size_t i) {
-    at::Tensor& p = parameters_[i];
-    const at::Tensor& slot = slots_[i];
-    if (p.grad().defined() && p.grad().is_alias_of(slot)) return;
-    torch::NoGradGuard no_grad;
-    if (p.grad().defined()) {
-      slot.copy_(p.grad());
-    } else {
-      slot.zero_();
-    }
-    p.mutable_grad() = slot;
-  }
-
-  // Called by autograd once parameter i's gradient accumulator has added
-  // this pass's gradient into .grad. Without synchronisation that is all;
-  // with it, the slot now holds what this and earlier accumulated passes
-  // gave, and its bucket may be complete.
-  void OnGradientReady(size_t i) {
-    if (!synchronize_) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    UseSlotAsGradient(i);
-    received_[i] = true;
-    if (!buckets_rebuilt_) ready_order_.push_back(i);
-    ++buckets_[bucket_of_[i]].ready;
-    LaunchReadyBuckets();
-  }
-
-  // Parameters whose gradient accumulator the graph of `loss` does not
-  // reach get no gradient from this backward pass: their slots take what
-  // earlier accumulated passes left (or stay zero) and count as ready now.
-  void MarkUnusedReady(const at::Tensor& loss) {
-    std::unordered_set<const torch::autograd::Node*> reached;
-    std::vector<torch::autograd::Node*> pending;
-    if (loss.grad_fn()) pending.push_back(loss.grad_fn().get());
-    while (!pending.empty()) {
-      torch::autograd::Node* node = pending.back();
-      pending.pop_back();
-      if (!reached.insert(node).second) continue;
-      for (const torch::autograd::Edge& edge : node->next_edges()) {
-        if (edge.function) pending.push_back(edge.function.get());
-      }
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (size_t i = 0; i < parameters_.size(); ++i) {
-      const auto accumulator = torch::autograd::impl::try_get_grad_accumulator(parameters_[i]);
-      if (accumulator && reached.count(accumulator.get())) continue;
-      UseSlotAsGradient(i);
-      received_[i] = true;
-      ++buckets_[bucket_of_[i]].ready;
-    }
-    LaunchReadyBuckets();
-  }
-
-  // Once, after the first synchronised step, as PyTorch's Reducer: the
-  // buckets again in the order the gradients became ready, so each bucket
-  // completes as early in backward as it can. Every rank takes rank 0's
-  // order. Not with find_unused_parameters, whose order may change from
-  // step to step.
-  void RebuildBucketsInReadyOrder() {
-    buckets_rebuilt_ = true;
-    if (options_.find_unused_parameters()) return;
-    std::string order(ready_order_.size() * sizeof(int64_t), '\0');
-    for (size_t k = 0; k < ready_order_.size(); ++k) {
-      const int64_t index = static_cast<int64_t>(ready_order_[k]);
-      std::memcpy(&order[k * sizeof(int64_t)], &index, sizeof(index));
-    }
-    const absl::Status shared = communicator_.Broadcast(order, 0, "the gradient bucket order");
-    if (!shared.ok()) throw std::runtime_error(std::string(shared.message()));
-    std::vector<size_t> indices(order.size() / sizeof(int64_t));
-    std::vector<bool> seen(parameters_.size(), false);
-    for (size_t k = 0; k < indices.size(); ++k) {
-      int64_t index;
-      std::memcpy(&index, &order[k * sizeof(int64_t)], sizeof(index));
-      if (index < 0 || index >= static_cast<int64_t>(parameters_.size()) || seen[index]) return;
-      seen[index] = true;
-      indices[k] = static_cast<size_t>(index);
-    }
-    if (indices.size() != parameters_.size()) return;
-    BuildBuckets(indices);
-  }
-
-  void LaunchReadyBuckets() {
-    while (next_to_launch_ < buckets_.size()) {
-      Bucket& bucket = buckets_[next_to_launch_];
-      if (bucket.ready < bucket.parameters.size()) return;
-      Launch(bucket);
-      ++next_to_launch_;
-    }
-  }
-
-  std::string BucketName(size_t b) const {
-    return absl::StrCat("all-reduce of gradient bucket ", b + 1, " of ", buckets_.size());
-  }
-
-  bool compressed() const { return options_.gradient_compression() == DdpOptions::FP16; }
-
-  void Launch(Bucket& bucket) {
-    std::vector<at::Tensor> tensors = {bucket.flat};
-    if (compressed()) {
-      torch::NoGradGuard no_grad;
-      bucket.flat.mul_(1.0 / rendezvous_.world_size);
-      if (!bucket.compressed.defined()) bucket.compressed = at::empty_like(bucket.flat, at::kHalf);
-      bucket.compressed.copy_(bucket.flat);
-      tensors = {bucket.compressed};
-    }
-    progress_.Enter(BucketName(next_to_launch_));
-    bucket.work = group_->allreduce(tensors);
-    bucket.launched = true;
-  }
-
-  // After backward: launch what the hooks did not (a parameter this pass
-  // did not reach keeps what earlier accumulated passes left, or zeros),
-  // wait for every bucket and average it: each .grad is a view of its
-  // slot, so that is the average. Returns the seconds spent waiting.
-  double FinishGradients() {
-    std::vector<std::string> missing;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (size_t i = 0; i < parameters_.size(); ++i) {
-        if (received_[i]) continue;
-        missing.push_back(names_[i]);
-        UseSlotAsGradient(i);
-      }
-      for (; next_to_launch_ < buckets_.size(); ++next_to_launch_) Launch(buckets_[next_to_launch_]);
-    }
-    torch::NoGradGuard no_grad;
-    const double scale = 1.0 / rendezvous_.world_size;
-    double waited = 0;
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      Bucket& bucket = buckets_[b];
-      const auto wait_start = std::chrono::steady_clock::now();
-      Wait(*bucket.work, BucketName(b));
-      waited +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-      if (compressed()) {
-        bucket.flat.copy_(bucket.compressed);  // already divided by the world size
-      } else {
-        bucket.flat.mul_(scale);
-      }
-    }
-    // Every rank has finished the same collectives, so failing here leaves
-    // none of them waiting.
-    if (!missing.empty()) {
-      const size_t shown = std::min<size_t>(missing.size(), 8);
-      throw std::runtime_error(absl::StrCat(
-          "parameters got no gradient in this step: ",
-          absl::StrJoin(missing.begin(), missing.begin() + shown, ", "),
-          missing.size() > shown ? absl::StrCat(" and ", missing.size() - shown, " more") : "",
-          ". Set find_unused_parameters: true in the ddp options when the forward pass can "
-          "skip parameters, or freeze them (requires_grad false)"));
-    }
-    return waited;
-  }
-
   DdpOptions options_;
   Rendezvous rendezvous_;
-  c10::intrusive_ptr<CollectiveGroup> group_;
+  ProcessGroup process_group_;
   PeerProgress progress_;
+  CollectiveRunner collectives_;
   torch::Device device_;
   GroupCommunicator communicator_;
+  GradientReducer reducer_;
   OptimizerShards shards_;  // used with shard_optimizer_state
-  std::vector<at::Tensor> parameters_;
-  std::vector<std::string> names_;  // of parameters_, for errors
-  std::vector<Bucket> buckets_;
-  std::vector<size_t> bucket_of_;
-  std::vector<size_t> position_in_bucket_;
-  // Each parameter's part of its bucket (MakeSlot), made once per build:
-  // UseSlotAsGradient runs for every parameter in every step.
-  std::vector<at::Tensor> slots_;
-  size_t next_to_launch_ = 0;
-  bool synchronize_ = true;
-  std::vector<bool> received_;  // which parameters' hooks ran in this pass
-  // Until the buckets are rebuilt: the order gradients became ready in.
-  std::vector<size_t> ready_order_;
-  bool buckets_rebuilt_ = false;
-  // Each parameter's, holding the post-hook that reports its gradient.
-  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
-  std::mutex mutex_;
 };
 
 absl::Status ValidateDdp(const DdpOptions& options) {
@@ -676,137 +194,33 @@ absl::Status ValidateDdp(const DdpOptions& options) {
   return absl::OkStatus();
 }
 
-// Where this rank's Gloo transport listens: the interface named by
-// GLOO_SOCKET_IFNAME (as in PyTorch); loopback when every rank is on this
-// machine; otherwise the address this host's name resolves to.
-std::shared_ptr<::gloo::transport::Device> GlooDevice(const StrategyContext& context,
-                                                      const Rendezvous& rendezvous) {
-  const std::string interface = context.environment("GLOO_SOCKET_IFNAME");
-  if (!interface.empty()) return c10d::ProcessGroupGloo::createDeviceForInterface(interface);
-  if (rendezvous.master_addr == "127.0.0.1") {
-    return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
+// One GPU per process, by its rank on this machine (as torchrun's users do
+// with LOCAL_RANK); the CPU otherwise.
+absl::StatusOr<torch::Device> DeviceOfThisRank(const DdpOptions& options,
+                                               const Rendezvous& rendezvous) {
+  if (options.device() != "cuda") return torch::Device(torch::kCPU);
+  // NCCL refuses two ranks on one GPU ("Duplicate GPU detected") only after
+  // the rendezvous, in the first collective; say it before.
+  const absl::Status usable = CheckCudaDevice(
+      absl::StrCat("ddp rank ", rendezvous.rank, " (LOCAL_RANK=", rendezvous.local_rank,
+                   ") runs on cuda:", rendezvous.local_rank),
+      rendezvous.local_rank);
+  if (!usable.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        usable.message(), ". Start at most one process per GPU on each node (nproc_per_node, "
+        "torchrun --nproc_per_node, srun --ntasks-per-node)"));
   }
-  return c10d::ProcessGroupGloo::createDefaultDevice();
-}
-
-// Whether `store` belongs to this rank's attempt of the job. After a
-// restart, a restarted rank can reach the store of the attempt before (its
-// rank 0 still reporting its error) and would meet ranks that are about to
-// exit; rank 0 stamps its store with its attempt, and a rank of a later
-// attempt waits for a store with its own.
-bool StoreOfThisAttempt(c10d::Store& store, const Rendezvous& rendezvous) {
-  const std::string key = "pipeline/restart_count";
-  if (rendezvous.rank == 0) {
-    const std::string mine = std::to_string(rendezvous.restart_count);
-    store.set(key, std::vector<uint8_t>(mine.begin(), mine.end()));
-    return true;
-  }
-  const std::vector<uint8_t> value = store.get(key);
-  int theirs = 0;
-  absl::SimpleAtoi(std::string(value.begin(), value.end()), &theirs);
-  if (theirs > rendezvous.restart_count) {
-    throw std::runtime_error(absl::StrCat(
-        "rank 0 runs attempt ", theirs, " of this job (TORCHELASTIC_RESTART_COUNT) and this rank ",
-        "attempt ", rendezvous.restart_count, "; restart every node's launcher together"));
-  }
-  return theirs == rendezvous.restart_count;
-}
-
-// Ranks launched inconsistently would otherwise wait for each other until
-// the timeout: every rank compares its world size with rank 0's, and claims
-// its rank number, so a rank started twice is refused.
-void CheckRanksAgree(c10d::Store& store, const Rendezvous& rendezvous) {
-  auto bytes = [](const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); };
-  store.set(absl::StrCat("pipeline/world_size/", rendezvous.rank),
-            bytes(std::to_string(rendezvous.world_size)));
-  const std::vector<uint8_t> zero = store.get("pipeline/world_size/0");
-  const std::string theirs(zero.begin(), zero.end());
-  if (theirs != std::to_string(rendezvous.world_size)) {
-    throw std::runtime_error(absl::StrCat("WORLD_SIZE=", rendezvous.world_size,
-                                          " here but rank 0 has WORLD_SIZE=", theirs,
-                                          "; start every rank with the same world size"));
-  }
-  if (store.add(absl::StrCat("pipeline/rank_claims/", rendezvous.rank), 1) > 1) {
-    throw std::runtime_error(absl::StrCat("RANK=", rendezvous.rank,
-                                          " is already taken by another process of this job; "
-                                          "give each process its own rank"));
-  }
+  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank));
 }
 
 absl::StatusOr<std::unique_ptr<Strategy>> CreateDdp(const DdpOptions& options,
                                                     const StrategyContext& context) {
   ASSIGN_OR_RETURN(Rendezvous rendezvous, ReadRendezvous(context));
-  const auto timeout = std::chrono::milliseconds(1000LL * options.timeout_seconds());
-  torch::Device device(torch::kCPU);
-  if (options.device() == "cuda") {
-    // One GPU per process, by its rank on this machine (as torchrun's users
-    // do with LOCAL_RANK).
-    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank));
-    // NCCL refuses two ranks on one GPU ("Duplicate GPU detected") only
-    // after the rendezvous, in the first collective; say it before.
-    const absl::Status usable =
-        CheckCudaDevice(absl::StrCat("ddp rank ", rendezvous.rank, " (LOCAL_RANK=",
-                                     rendezvous.local_rank, ") runs on cuda:",
-                                     rendezvous.local_rank),
-                        rendezvous.local_rank);
-    if (!usable.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          usable.message(), ". Start at most one process per GPU on each node (nproc_per_node, "
-          "torchrun --nproc_per_node, srun --ntasks-per-node)"));
-    }
-  }
-  // Before the store, which would retry a name that does not resolve until
-  // the timeout.
-  RETURN_IF_ERROR(CheckHostResolves(rendezvous.master_addr, rendezvous.master_addr_source));
-  c10::intrusive_ptr<c10d::Store> store;
-  auto group = CallTorch(
-      absl::StrCat("ddp: rendezvous of ", rendezvous.world_size, " ranks at ",
-                   rendezvous.master_addr, ":", rendezvous.master_port, " (rank ",
-                   rendezvous.rank, ")"),
-      [&]() -> c10::intrusive_ptr<CollectiveGroup> {
-        c10d::TCPStoreOptions store_options;
-        store_options.port = static_cast<uint16_t>(rendezvous.master_port);
-        store_options.isServer = rendezvous.rank == 0;
-        store_options.numWorkers = rendezvous.world_size;
-        store_options.timeout = timeout;
-        UseClassicStoreBackend(store_options);
-        const auto give_up = std::chrono::steady_clock::now() + timeout;
-        while (true) {
-          store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
-          if (StoreOfThisAttempt(*store, rendezvous)) break;
-          store.reset();
-          if (std::chrono::steady_clock::now() > give_up) {
-            throw std::runtime_error(absl::StrCat(
-                "for timeout_seconds (", options.timeout_seconds(), ") only the store of an ",
-                "earlier attempt answered, not that of attempt ", rendezvous.restart_count));
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-        CheckRanksAgree(*store, rendezvous);
-#ifdef USE_C10D_NCCL
-        if (options.backend() == DdpOptions::NCCL) {
-          c10::cuda::set_device(device.index());
-          auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-          nccl_options->timeout = timeout;
-          return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rendezvous.rank,
-                                                             rendezvous.world_size, nccl_options);
-        }
-#endif
-        auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-        gloo_options->devices.push_back(GlooDevice(context, rendezvous));
-        return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
-                                                           rendezvous.world_size, gloo_options);
-      });
-  if (!group.ok()) {
-    if (absl::StrContains(group.status().message(), "Address already in use")) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          group.status().message(), " Another process holds port ", rendezvous.master_port,
-          ": choose a free one with MASTER_PORT (or train --master_port)"));
-    }
-    return group.status();
-  }
-  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(*group),
-                                       std::move(store), device);
+  ASSIGN_OR_RETURN(torch::Device device, DeviceOfThisRank(options, rendezvous));
+  ASSIGN_OR_RETURN(ProcessGroup process_group,
+                   ConnectProcessGroup(options, context, rendezvous, device));
+  return std::make_unique<DdpStrategy>(options, std::move(rendezvous), std::move(process_group),
+                                       device);
 }
 
 PIPELINE_REGISTER_PLUGIN(Strategy, "ddp", DdpOptions,
