@@ -91,6 +91,8 @@
 #include "pipeline/util/subprocess.h"
 #include "pipeline/util/torch_version.h"
 #include "pipeline/weights/build_model.h"
+#include "tools/bench/child_output.h"
+#include "tools/bench/markdown_table.h"
 #include "tools/jpeg_corpus.h"
 #include "torch/csrc/autograd/grad_mode.h"
 #include "torch/optim/sgd.h"
@@ -211,69 +213,16 @@ ComputeResult ComputeCeiling(const PipelineConfig& config, int64_t height, int64
 
 // ---- child processes ----
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string output;
-  double peak_rss_mb = 0;
-};
+using bench::JsonNumber;
+using bench::ProcessResult;
+using bench::StartProcess;
+using bench::Tail;
+using bench::WaitProcess;
 
-// Starts argv[0] with `env` ("NAME=value") added, its stdout and stderr
-// going to `log`. Null (after saying why) when it cannot be started.
-std::unique_ptr<Subprocess> StartProcess(const std::vector<std::string>& argv,
-                                         const std::vector<std::string>& env,
-                                         const std::string& log) {
-  SubprocessOptions options;
-  options.argv = argv;
-  options.environment = env;
-  options.output = SubprocessOptions::Output::kFile;
-  options.output_file = log;
-  auto child = Subprocess::Start(options);
-  if (!child.ok()) {
-    std::cerr << "bench: " << child.status().message() << "\n";
-    return nullptr;
-  }
-  return std::move(*child);
-}
-
-// Waits for `child` (null: never started): its exit, its output from `log`,
-// and the peak resident memory of it and everything it waited for.
-ProcessResult WaitProcess(std::unique_ptr<Subprocess> child, const std::string& log) {
-  ProcessResult result;
-  if (child == nullptr) return result;
-  struct rusage usage {};
-  result.exit_code = child->Wait(&usage);
-  result.peak_rss_mb = usage.ru_maxrss / 1024.0;
-  std::ifstream file(log);
-  std::stringstream text;
-  text << file.rdbuf();
-  result.output = text.str();
-  return result;
-}
-
+// One child at a time, logged to the work dir.
 ProcessResult RunProcess(const std::vector<std::string>& argv,
                          const std::vector<std::string>& env = {}) {
-  const std::string log = FLAGS_work_dir + "/child_output.txt";
-  return WaitProcess(StartProcess(argv, env, log), log);
-}
-
-// The number after "key": in the last line holding `marker`.
-std::optional<double> JsonNumber(const std::string& output, const std::string& marker,
-                                 const std::string& key) {
-  std::optional<double> found;
-  for (absl::string_view line : absl::StrSplit(output, '\n')) {
-    if (line.find(marker) == absl::string_view::npos) continue;
-    const size_t at = line.find("\"" + key + "\":");
-    if (at == absl::string_view::npos) continue;
-    absl::string_view rest = line.substr(at + key.size() + 3);
-    const size_t end = rest.find_first_of(",}");
-    double value;
-    if (absl::SimpleAtod(rest.substr(0, end), &value)) found = value;
-  }
-  return found;
-}
-
-std::string Tail(const std::string& output) {
-  return output.size() > 2000 ? output.substr(output.size() - 2000) : output;
+  return bench::RunProcess(argv, env, FLAGS_work_dir + "/child_output.txt");
 }
 
 // ---- data ----
@@ -535,28 +484,8 @@ std::string EnsureCorpus() {
   return root;
 }
 
-std::string Ratio(double a, double b) { return b > 0 ? absl::StrFormat("%.2f", a / b) : "-"; }
-
-class Table {
- public:
-  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
-  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  void Print() const {
-    auto line = [](const std::vector<std::string>& cells) {
-      std::string text = "|";
-      for (const std::string& cell : cells) text += " " + cell + " |";
-      return text + "\n";
-    };
-    std::cout << line(header_);
-    std::cout << line(std::vector<std::string>(header_.size(), "---"));
-    for (const auto& row : rows_) std::cout << line(row);
-    std::cout << "\n" << std::flush;
-  }
-
- private:
-  std::vector<std::string> header_;
-  std::vector<std::vector<std::string>> rows_;
-};
+using bench::Ratio;
+using Table = bench::MarkdownTable;
 
 // ---- models ----
 
@@ -726,7 +655,7 @@ void ModelsSection() {
                absl::StrFormat("%.1f", steps * FLAGS_models_batch_size)});
     std::cerr << "bench: " << c.label << " done\n";
   }
-  table.Print();
+  table.Print(std::cout);
 }
 
 // ---- ddp ----
@@ -1265,7 +1194,7 @@ int Main() {
     PytorchDdpRows(table, ddp_runs, single_rate);
   }
   if (sections.count("torch2")) Torch2Rows(jpeg, table);
-  table.Print();
+  table.Print(std::cout);
   return 0;
 }
 
