@@ -8,8 +8,9 @@
 #
 # It fails on any `#include "plugins/...` (or <plugins/...>) in a C++ file,
 # and any `import "plugins/...` in a .proto, anywhere under pipeline/ or
-# tools/ -- tests included. No file is exempt: tools/bench.cc, which runs
-# plugins, does so by name through configs and needs none of their headers.
+# tools/ -- tests included. No file is exempt: the bench (tools/bench/),
+# which runs plugins, does so by name through configs and needs none of
+# their headers.
 # An exemption would go in ALLOWED below, with the reason beside it.
 #
 # Why it reads the source tree itself rather than a filegroup in `data`:

@@ -1,0 +1,124 @@
+// models: parameters, forward multiply-adds at 224 and training images/s of
+// every backbone, in a table of its own.
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ATen/Parallel.h"
+#include "ATen/ops/cross_entropy_loss.h"
+#include "ATen/ops/randint.h"
+#include "ATen/ops/randn.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/text_format.h"
+#include "pipeline/interfaces/model.h"
+#include "pipeline/reporting/multiply_adds.h"
+#include "pipeline/registry/registry.h"
+#include "tools/bench/bench_sections.h"
+#include "tools/bench/markdown_table.h"
+#include "tools/bench/or_die.h"
+#include "tools/bench/timing.h"
+#include "torch/csrc/autograd/grad_mode.h"
+#include "torch/optim/sgd.h"
+
+namespace pipeline {
+namespace bench {
+namespace {
+
+struct ModelCase {
+  std::string label;
+  std::string config;  // a PluginConfig in text
+};
+
+std::vector<ModelCase> AllModels() {
+  auto options = [](const std::string& name, const std::string& type, const std::string& fields) {
+    return absl::StrCat("name: \"", name, "\" options { [type.googleapis.com/pipeline.", type,
+                        "] { ", fields, " } }");
+  };
+  std::vector<ModelCase> cases = {
+      {"alexnet", "name: \"alexnet\""},
+  };
+  for (int depth : {11, 13, 16}) {
+    for (bool bn : {false, true}) {
+      cases.push_back({absl::StrCat("vgg", depth, bn ? "_bn" : ""),
+                       options("vgg", "VggOptions",
+                               absl::StrCat("depth: ", depth, " batch_norm: ", bn ? "true" : "false"))});
+    }
+  }
+  for (int depth : {18, 34, 50, 101}) {
+    cases.push_back({absl::StrCat("resnet", depth),
+                     options("resnet", "ResNetOptions", absl::StrCat("depth: ", depth))});
+  }
+  cases.push_back({"mobilenet_v1", "name: \"mobilenet_v1\""});
+  cases.push_back({"mobilenet_v2", "name: \"mobilenet_v2\""});
+  cases.push_back({"mobilenet_v3_small",
+                   options("mobilenet_v3", "MobileNetV3Options", "variant: SMALL")});
+  cases.push_back({"mobilenet_v3_large",
+                   options("mobilenet_v3", "MobileNetV3Options", "variant: LARGE")});
+  cases.push_back({"efficientnet_b0", "name: \"efficientnet\""});
+  cases.push_back({"small_cnn", "name: \"small_cnn\""});
+  return cases;
+}
+
+// The table's row for `c`: 1000 classes, SGD with momentum at batch
+// --models_batch_size.
+std::vector<std::string> MeasureModel(const BenchOptions& options, const ModelCase& c) {
+  PluginConfig plugin;
+  if (!google::protobuf::TextFormat::ParseFromString(c.config, &plugin)) {
+    Die(absl::InternalError("bad model case " + c.label));
+  }
+  auto model = OrDie(Registry<Model>::Global().Create(plugin, {1000, 3}));
+  int64_t parameters = 0;
+  for (const auto& p : model->parameters()) parameters += p.numel();
+  model->eval();
+  int64_t macs = 0;
+  {
+    torch::NoGradGuard no_grad;
+    const at::Tensor image = at::randn({1, 3, 224, 224});
+    macs = CountMultiplyAdds([&] { model->forward(image); });
+  }
+  model->train();
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  const at::Tensor images = at::randn({options.models_batch_size, 3, 224, 224});
+  const at::Tensor labels = at::randint(1000, {options.models_batch_size}, at::kLong);
+  const double steps = StepsPerSecond(
+      options.min_seconds,
+      [&] {
+        sgd.zero_grad();
+        at::cross_entropy_loss(model->forward(images), labels).backward();
+        sgd.step();
+      },
+      1, 2);
+  return {c.label, absl::StrFormat("%.2fM", parameters / 1e6), absl::StrFormat("%.3f", macs / 1e9),
+          absl::StrFormat("%.1f", steps * options.models_batch_size)};
+}
+
+}  // namespace
+
+void RunModelsSection(const BenchOptions& options) {
+  std::set<std::string> only;
+  for (absl::string_view label : absl::StrSplit(options.models, ',', absl::SkipEmpty())) {
+    only.insert(std::string(label));
+  }
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  std::cout << absl::StrFormat(
+      "## Models at 224x224, 1000 classes (training: batch %d, SGD with momentum, %d threads)\n\n",
+      options.models_batch_size, threads);
+  MarkdownTable table({"model", "parameters", "forward GMACs", "training images/s"});
+  for (const ModelCase& c : AllModels()) {
+    if (!only.empty() && !only.count(c.label)) continue;
+    table.Add(MeasureModel(options, c));
+    std::cerr << "bench: " << c.label << " done\n";
+  }
+  table.Print(std::cout);
+}
+
+}  // namespace bench
+}  // namespace pipeline
