@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "gflags/gflags.h"
-#include "tools/jpeg_corpus.h"
+#include "pipeline/image/jpeg_corpus.h"
 
 DEFINE_string(output_dir, "", "folder to write <class>/<index>.jpg into");
 DEFINE_string(source_dir, "/usr/share/backgrounds/mate/nature",

@@ -10,7 +10,7 @@
 #include "pipeline/config/resolve.h"
 #include "tools/bench/or_die.h"
 #include "tools/bench/plugin_options.h"
-#include "tools/jpeg_corpus.h"
+#include "pipeline/image/jpeg_corpus.h"
 
 namespace pipeline {
 namespace bench {

@@ -1,4 +1,4 @@
-#include "tools/jpeg_corpus.h"
+#include "pipeline/image/jpeg_corpus.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,5 +1,5 @@
-#ifndef TOOLS_JPEG_CORPUS_H_
-#define TOOLS_JPEG_CORPUS_H_
+#ifndef PIPELINE_IMAGE_JPEG_CORPUS_H_
+#define PIPELINE_IMAGE_JPEG_CORPUS_H_
 
 // A JPEG ImageFolder that decodes like a real photo dataset: crops of real
 // photographs (Debian's mate-backgrounds package) at the size and quality of
@@ -34,4 +34,4 @@ absl::StatusOr<int> MakeJpegCorpus(const JpegCorpusOptions& options);
 
 }  // namespace pipeline
 
-#endif  // TOOLS_JPEG_CORPUS_H_
+#endif  // PIPELINE_IMAGE_JPEG_CORPUS_H_
