@@ -62,7 +62,17 @@ def _cc_string(value):
 def _as_list(options):
     return options if type(options) == "list" else [options]
 
-def _conformance_test(name, kind, plugin, registered, param_fields, deps, **kwargs):
+def _conformance_test(name, kind, plugin, options, plugin_name, deps, extra_fields = [], **kwargs):
+    """One plugin's instance of `kind`'s suite, one parameter set per options.
+
+    Each parameter set is {registered name, options, *extra_fields}: the
+    fields of the suite's Params struct after the first two, as C++ text.
+    """
+    registered = plugin_name or _registered_name(plugin)
+    param_fields = [
+        [_cc_string(registered), _cc_string(o)] + extra_fields
+        for o in _as_list(options)
+    ]
     suite, params_type = _SUITES[kind]
     values = ",\n        ".join([
         "%s{%s}" % (params_type, ", ".join(fields))
@@ -114,9 +124,7 @@ def transform_conformance_test(name, plugin, options = "", plugin_name = None, d
       deps: anything else the test links.
       **kwargs: passed to cc_test (size, tags, ...).
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
-    _conformance_test(name, "transform", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(name, "transform", plugin, options, plugin_name, deps, **kwargs)
 
 def dataset_conformance_test(
         name,
@@ -141,12 +149,16 @@ def dataset_conformance_test(
       deps: anything else the test links.
       **kwargs: passed to cc_test.
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [
-        [_cc_string(registered), _cc_string(o), _cc_string(fixture), _cc_string(split)]
-        for o in _as_list(options)
-    ]
-    _conformance_test(name, "dataset", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(
+        name,
+        "dataset",
+        plugin,
+        options,
+        plugin_name,
+        deps,
+        extra_fields = [_cc_string(fixture), _cc_string(split)],
+        **kwargs
+    )
 
 def strategy_conformance_test(
         name,
@@ -171,14 +183,18 @@ def strategy_conformance_test(
       deps: anything else the test links.
       **kwargs: passed to cc_test.
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [
-        [_cc_string(registered), _cc_string(o), str(processes)]
-        for o in _as_list(options)
-    ]
     if _absolute(reference) != _absolute(plugin):
         deps = deps + [reference]
-    _conformance_test(name, "strategy", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(
+        name,
+        "strategy",
+        plugin,
+        options,
+        plugin_name,
+        deps,
+        extra_fields = [str(processes)],
+        **kwargs
+    )
 
 def schedule_conformance_test(
         name,
@@ -202,12 +218,16 @@ def schedule_conformance_test(
     """
     if shape not in _SCHEDULE_SHAPES:
         fail("shape = \"%s\"; must be one of %s" % (shape, _SCHEDULE_SHAPES))
-    registered = plugin_name or _registered_name(plugin)
-    fields = [
-        [_cc_string(registered), _cc_string(o), _cc_string(shape)]
-        for o in _as_list(options)
-    ]
-    _conformance_test(name, "schedule", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(
+        name,
+        "schedule",
+        plugin,
+        options,
+        plugin_name,
+        deps,
+        extra_fields = [_cc_string(shape)],
+        **kwargs
+    )
 
 def sampler_conformance_test(
         name,
@@ -229,12 +249,16 @@ def sampler_conformance_test(
       deps: anything else the test links.
       **kwargs: passed to cc_test.
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [
-        [_cc_string(registered), _cc_string(o), "true" if shards else "false"]
-        for o in _as_list(options)
-    ]
-    _conformance_test(name, "sampler", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(
+        name,
+        "sampler",
+        plugin,
+        options,
+        plugin_name,
+        deps,
+        extra_fields = ["true" if shards else "false"],
+        **kwargs
+    )
 
 def optimizer_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
     """The optimizer conformance suite (optimizer_conformance.h) for one plugin.
@@ -247,9 +271,7 @@ def optimizer_conformance_test(name, plugin, options = "", plugin_name = None, d
       deps: anything else the test links.
       **kwargs: passed to cc_test.
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
-    _conformance_test(name, "optimizer", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(name, "optimizer", plugin, options, plugin_name, deps, **kwargs)
 
 def loss_conformance_test(
         name,
@@ -272,12 +294,16 @@ def loss_conformance_test(
       deps: anything else the test links.
       **kwargs: passed to cc_test.
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [
-        [_cc_string(registered), _cc_string(o), "true" if shift_invariant else "false"]
-        for o in _as_list(options)
-    ]
-    _conformance_test(name, "loss", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(
+        name,
+        "loss",
+        plugin,
+        options,
+        plugin_name,
+        deps,
+        extra_fields = ["true" if shift_invariant else "false"],
+        **kwargs
+    )
 
 def metric_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
     """The metric conformance suite (metric_conformance.h) for one plugin.
@@ -290,9 +316,7 @@ def metric_conformance_test(name, plugin, options = "", plugin_name = None, deps
       deps: anything else the test links.
       **kwargs: passed to cc_test.
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
-    _conformance_test(name, "metric", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(name, "metric", plugin, options, plugin_name, deps, **kwargs)
 
 def batch_transform_conformance_test(name, plugin, options = "", plugin_name = None, deps = [], **kwargs):
     """The batch transform conformance suite (batch_transform_conformance.h) for one plugin.
@@ -305,6 +329,4 @@ def batch_transform_conformance_test(name, plugin, options = "", plugin_name = N
       deps: anything else the test links.
       **kwargs: passed to cc_test.
     """
-    registered = plugin_name or _registered_name(plugin)
-    fields = [[_cc_string(registered), _cc_string(o)] for o in _as_list(options)]
-    _conformance_test(name, "batch_transform", plugin, registered, fields, deps, **kwargs)
+    _conformance_test(name, "batch_transform", plugin, options, plugin_name, deps, **kwargs)
