@@ -232,38 +232,26 @@ class HookTestRun {
  public:
   explicit HookTestRun(PipelineConfig config, int rank = 0, int world_size = 1)
       : dir_(MakeTempDir()),
-        config_(WithOutputDir(std::move(config), dir_)),
         communicator_(rank, world_size),
-        strategy_(communicator_),
-        model_(std::make_shared<TinyModel>()),
-        optimizer_(model_->parameters(), torch::optim::SGDOptions(0.1)),
-        metrics_(MetricsOf(config_, classes_)),
+        run_(MakeRun(WithOutputDir(std::move(config), dir_), communicator_)),
         progress_(&log_),
-        write_errors_(config_.checkpoint().on_write_error(), dir_,
+        write_errors_(run_.config.checkpoint().on_write_error(), dir_,
                       [this](const std::string& line) { progress_.Line(line); },
                       rank == 0 ? &events_ : nullptr),
         context_{
-            .config = config_,
+            .run = run_,
             .options = options_,
-            .strategy = strategy_,
-            .communicator = communicator_,
-            .model = *model_,
-            .optimizer = optimizer_,
-            .loss = loss_,
-            .metrics = metrics_,
-            .classes = classes_,
             .output_dir = std::filesystem::path(dir_),
             .primary = rank == 0,
             .progress = progress_,
             .events = rank == 0 ? &events_ : nullptr,
             .write_errors = write_errors_,
-            .scaler = nullptr,
         } {
     options_.stop_signal = &stop_signal_;
     options_.log = &other_rank_log_;
     context_.position = {/*epoch=*/0, /*step=*/0, /*epoch_step=*/0, /*steps_per_epoch=*/4,
                          /*total_steps=*/8, /*epochs=*/2, /*learning_rate=*/0.1};
-    context_.epoch_sums = metrics_.EmptySums();
+    context_.epoch_sums = metrics().EmptySums();
   }
   ~HookTestRun() {
     std::error_code error;
@@ -274,15 +262,17 @@ class HookTestRun {
 
   TrainContext& context() { return context_; }
   TrainPosition& position() { return context_.position; }
-  const PipelineConfig& config() const { return config_; }
+  const PipelineConfig& config() const { return run_.config; }
   const std::filesystem::path dir() const { return dir_; }
   FakeCommunicator& communicator() { return communicator_; }
-  TinyModel& model() { return *model_; }
-  torch::optim::SGD& optimizer() { return optimizer_; }
-  const MetricSet& metrics() const { return metrics_; }
-  const Loss& loss() const { return loss_; }
-  Strategy& strategy() { return strategy_; }
+  TinyModel& model() { return static_cast<TinyModel&>(*run_.model); }
+  torch::optim::SGD& optimizer() { return static_cast<torch::optim::SGD&>(*run_.optimizer); }
+  const MetricSet& metrics() const { return *run_.metrics; }
+  const Loss& loss() const { return *run_.loss; }
+  Strategy& strategy() { return *run_.strategy; }
   std::atomic<int>& stop_signal() { return stop_signal_; }
+  // Trains under loss scaling (trainer.grad_scaler) from here on.
+  GradScaler& UseScaler(const GradScalerConfig& config) { return run_.scaler.emplace(config); }
   // The progress lines so far.
   std::string log() const { return log_.str(); }
   // What a rank other than 0 writes to RunOptions::log.
@@ -298,8 +288,8 @@ class HookTestRun {
 
   // Forward and backward of Images(n), leaving the parameters' gradients.
   void Backward(int64_t n = 4) {
-    optimizer_.zero_grad();
-    at::cross_entropy_loss(model_->forward(Images(n)), Labels(n)).backward();
+    optimizer().zero_grad();
+    at::cross_entropy_loss(model().forward(Images(n)), Labels(n)).backward();
   }
 
  private:
@@ -308,18 +298,28 @@ class HookTestRun {
     return config;
   }
 
+  // A tiny model, SGD at 0.1, cross-entropy and the config's metrics over
+  // three classes, run where they are by a strategy whose collectives go to
+  // `communicator`.
+  static TrainRun MakeRun(PipelineConfig config, FakeCommunicator& communicator) {
+    TrainRun run;
+    run.config = std::move(config);
+    run.classes = {"a", "b", "c"};
+    run.strategy = std::make_unique<FakeStrategy>(communicator);
+    run.model = std::make_unique<TinyModel>();
+    run.optimizer = std::make_unique<torch::optim::SGD>(run.model->parameters(),
+                                                        torch::optim::SGDOptions(0.1));
+    run.loss = std::make_unique<TestCrossEntropy>();
+    run.metrics.emplace(MetricsOf(run.config, run.classes));
+    return run;
+  }
+
   const std::string dir_;
-  const PipelineConfig config_;
-  const std::vector<std::string> classes_ = {"a", "b", "c"};
   std::atomic<int> stop_signal_{0};
   std::ostringstream other_rank_log_;
   RunOptions options_;
   FakeCommunicator communicator_;
-  FakeStrategy strategy_;
-  std::shared_ptr<TinyModel> model_;
-  torch::optim::SGD optimizer_;
-  TestCrossEntropy loss_;
-  MetricSet metrics_;
+  TrainRun run_;
   std::ostringstream log_;
   std::ostringstream events_;
   ProgressPrinter progress_;

@@ -82,7 +82,7 @@ absl::Status ProgressHook::OnRunEnd(TrainContext& context, TrainSummary& summary
   context.progress.Line(absl::StrCat(
       "train: ", summary.skipped_steps, " of ", summary.steps,
       " optimizer steps skipped for non-finite values (",
-      context.scaler != nullptr ? "loss scale too large for them, or " : "",
+      context.scaler() != nullptr ? "loss scale too large for them, or " : "",
       "trainer.on_nonfinite: SKIP_STEP)"));
   return absl::OkStatus();
 }
@@ -175,7 +175,7 @@ absl::Status CurvesHook::OnEpochEnd(TrainContext& context, EpochReport& epoch) {
   }
   points_.push_back(point);
   const std::string path = (context.output_dir / "curves.svg").string();
-  const PipelineConfig& config = context.config;
+  const PipelineConfig& config = context.config();
   return context.write_errors.Log(
       WriteCurvesSvg(path, points_,
                      absl::StrCat(config.model().name(), " on ",

@@ -132,8 +132,7 @@ TEST(ProgressHookTest, RunEndCountsSkippedSteps) {
 
 TEST(ProgressHookTest, RunEndUnderLossScalingNamesTheScaleToo) {
   HookTestRun run(ParseConfig(""));
-  GradScaler scaler(GradScalerConfig{});
-  run.context().scaler = &scaler;
+  GradScaler& scaler = run.UseScaler(GradScalerConfig{});
   ProgressHook hook;
   TrainSummary summary;
   summary.steps = 10;

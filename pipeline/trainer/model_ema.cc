@@ -102,7 +102,7 @@ absl::Status EmaHook::OnRunStart(TrainContext& context) {
 }
 
 absl::Status EmaHook::OnStepEnd(TrainContext& context, const StepReport& step) {
-  if (step.applied) ema_.Update(context.model, context.position.step);
+  if (step.applied) ema_.Update(context.model(), context.position.step);
   return absl::OkStatus();
 }
 

@@ -45,13 +45,13 @@ std::string FirstNonFiniteGradient(Model& model) {
 
 absl::StatusOr<std::string> NonFiniteGuard::NonFiniteLossOfAnyRank(
     TrainContext& context, std::optional<double> nonfinite_loss) {
-  const int world = context.communicator.world_size();
+  const int world = context.communicator().world_size();
   if (world == 1) {
     return nonfinite_loss ? absl::StrFormat("the training loss is %f", *nonfinite_loss) : "";
   }
   std::vector<double> flags(world, 0.0);
-  flags[context.communicator.rank()] = nonfinite_loss ? 1 : 0;
-  RETURN_IF_ERROR(context.communicator.AllReduceSum(flags, "the non-finite loss vote"));
+  flags[context.communicator().rank()] = nonfinite_loss ? 1 : 0;
+  RETURN_IF_ERROR(context.communicator().AllReduceSum(flags, "the non-finite loss vote"));
   std::vector<int> ranks;
   for (int r = 0; r < world; ++r) {
     if (flags[r] > 0) ranks.push_back(r);
@@ -69,25 +69,25 @@ absl::StatusOr<bool> NonFiniteGuard::ApplyStep(TrainContext& context,
     RETURN_IF_ERROR(SkipStep(context, loss_problem));
     return false;
   }
-  if (context.scaler != nullptr) context.scaler->Unscale(context.model.parameters());
-  const std::string gradient_problem = FirstNonFiniteGradient(context.model);
+  if (context.scaler() != nullptr) context.scaler()->Unscale(context.model().parameters());
+  const std::string gradient_problem = FirstNonFiniteGradient(context.model());
   if (gradient_problem.empty()) {
     skipped_in_a_row_ = 0;
     return true;
   }
   // Under loss scaling the scale was too large for float16: GradScaler's
   // skipped step, with a smaller scale for the next.
-  RETURN_IF_ERROR(context.scaler != nullptr ? SkipScalerStep(context, gradient_problem)
+  RETURN_IF_ERROR(context.scaler() != nullptr ? SkipScalerStep(context, gradient_problem)
                                             : SkipStep(context, gradient_problem));
   return false;
 }
 
 absl::Status NonFiniteGuard::SkipScalerStep(TrainContext& context, const std::string& what) {
-  GradScaler& scaler = *context.scaler;
+  GradScaler& scaler = *context.scaler();
   const double scale = scaler.scale();
   const TrainPosition& at = context.position;
   scaler.Update(/*found_inf=*/true);
-  context.optimizer.zero_grad();
+  context.optimizer().zero_grad();
   ++context.skipped_steps;
   if (scaler.scale() < kSmallestLossScale) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -103,7 +103,7 @@ absl::Status NonFiniteGuard::SkipScalerStep(TrainContext& context, const std::st
 }
 
 absl::Status NonFiniteGuard::SkipStep(TrainContext& context, const std::string& what) {
-  const TrainerConfig& trainer = context.config.trainer();
+  const TrainerConfig& trainer = context.config().trainer();
   const TrainPosition& at = context.position;
   // Before the optimizer writes NaN into the weights; the checkpoints
   // written so far stay as they are.
@@ -114,7 +114,7 @@ absl::Status NonFiniteGuard::SkipStep(TrainContext& context, const std::string& 
         "such steps out with trainer.on_nonfinite: SKIP_STEP",
         at.step + 1, at.epoch + 1, what));
   }
-  context.optimizer.zero_grad();
+  context.optimizer().zero_grad();
   ++context.skipped_steps;
   ++skipped_in_a_row_;
   if (skipped_in_a_row_ > trainer.max_consecutive_skipped_steps()) {

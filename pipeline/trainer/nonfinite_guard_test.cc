@@ -213,8 +213,7 @@ TEST(NonFiniteGuardTest, EveryRankFiniteAppliesTheStep) {
 
 TEST(NonFiniteGuardTest, UnderLossScalingAnAppliedStepIsUnscaled) {
   HookTestRun run(ParseConfig("trainer { grad_scaler { init_scale: 1024 } }"));
-  GradScaler scaler(run.config().trainer().grad_scaler());
-  run.context().scaler = &scaler;
+  GradScaler& scaler = run.UseScaler(run.config().trainer().grad_scaler());
   run.Backward();
   const torch::Tensor scaled = run.model().fc->weight.grad().clone();
   NonFiniteGuard guard;
@@ -225,8 +224,7 @@ TEST(NonFiniteGuardTest, UnderLossScalingAnAppliedStepIsUnscaled) {
 
 TEST(NonFiniteGuardTest, UnderLossScalingAnOverflowBacksOffInsteadOfStopping) {
   HookTestRun run(ParseConfig("trainer { on_nonfinite: STOP grad_scaler { init_scale: 1024 } }"));
-  GradScaler scaler(run.config().trainer().grad_scaler());
-  run.context().scaler = &scaler;
+  GradScaler& scaler = run.UseScaler(run.config().trainer().grad_scaler());
   run.Backward();
   SetGradient(run.model().fc->bias, 0, kInf);
   NonFiniteGuard guard;
@@ -242,8 +240,7 @@ TEST(NonFiniteGuardTest, UnderLossScalingAnOverflowBacksOffInsteadOfStopping) {
 
 TEST(NonFiniteGuardTest, UnderLossScalingATinyScaleMeansDivergence) {
   HookTestRun run(ParseConfig("trainer { grad_scaler { init_scale: 1e-7 } }"));
-  GradScaler scaler(run.config().trainer().grad_scaler());
-  run.context().scaler = &scaler;
+  GradScaler& scaler = run.UseScaler(run.config().trainer().grad_scaler());
   run.Backward();
   SetGradient(run.model().fc->bias, 0, kNaN);
   NonFiniteGuard guard;

@@ -14,7 +14,7 @@ absl::Status ProfilerHook::OnStepEnd(TrainContext& context, const StepReport& st
     return absl::OkStatus();
   }
   // Every rank reports its own: a slow rank is what a profile looks for.
-  const std::string report = profile_.Report(context.communicator.rank());
+  const std::string report = profile_.Report(context.communicator().rank());
   if (context.primary) {
     context.progress.Line(report);
   } else if (context.options.log != nullptr) {
@@ -24,15 +24,15 @@ absl::Status ProfilerHook::OnStepEnd(TrainContext& context, const StepReport& st
 }
 
 absl::Status BadSampleHook::OnEpochEnd(TrainContext& context, EpochReport& epoch) {
-  const bool train_skips = context.config.train_data().on_bad_sample() == DataConfig::SKIP;
+  const bool train_skips = context.config().train_data().on_bad_sample() == DataConfig::SKIP;
   const Loader* validation = epoch.validated ? validation_ : nullptr;
   const bool validation_skips =
-      validation != nullptr && context.config.validation_data().on_bad_sample() == DataConfig::SKIP;
+      validation != nullptr && context.config().validation_data().on_bad_sample() == DataConfig::SKIP;
   if (!train_skips && !validation_skips) return absl::OkStatus();
   std::vector<double> counts = {static_cast<double>(train_.skipped().count),
                                 validation ? static_cast<double>(validation->skipped().count) : 0};
-  RETURN_IF_ERROR(context.communicator.AllReduceSum(counts, "sum of the skipped samples"));
-  const int world = context.communicator.world_size();
+  RETURN_IF_ERROR(context.communicator().AllReduceSum(counts, "sum of the skipped samples"));
+  const int world = context.communicator().world_size();
   const int64_t index = epoch.epoch - 1, epochs = context.position.epochs;
   std::vector<std::string> lines;
   if (train_skips) {

@@ -26,31 +26,9 @@
 #include "pipeline/trainer/grad_scaler.h"
 #include "pipeline/trainer/metric_set.h"
 #include "pipeline/trainer/run_options.h"
+#include "pipeline/trainer/train_run.h"
 
 namespace pipeline {
-
-struct TrainRun {
-  // The config the run trains with: the resolved one with trainer.precision
-  // and memory_format decided for the device (never AUTO).
-  PipelineConfig config;
-  ComputeFormat compute;  // what was decided, and why
-  std::unique_ptr<Strategy> strategy;
-  DataPipeline train;
-  std::optional<DataPipeline> validation;
-  std::vector<std::string> classes;
-  std::string sample_shape;  // of a transformed training sample, "1x28x28"
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Optimizer> optimizer;
-  std::vector<double> base_lr;  // of each parameter group
-  std::unique_ptr<LearningRateSchedule> schedule;
-  std::unique_ptr<Loss> loss;
-  std::optional<MetricSet> metrics;
-  std::optional<GradScaler> scaler;
-  std::optional<FoundCheckpoint> resume;
-  int64_t steps_per_epoch = 0;
-  int64_t total_steps = 0;
-  int64_t epochs = 0;
-};
 
 // Builds the run of `config` (resolved); `log` (rank 0's) hears what
 // resuming and pretrained weights did.

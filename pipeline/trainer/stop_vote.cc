@@ -23,7 +23,7 @@ int OwnSignal(const TrainContext& context) {
 
 absl::Status StopVoteHook::OnStepEnd(TrainContext& context, const StepReport&) {
   std::vector<double> votes = {OwnSignal(context) != 0 ? 1.0 : 0.0};
-  RETURN_IF_ERROR(context.communicator.AllReduceSum(votes, "the stop vote"));
+  RETURN_IF_ERROR(context.communicator().AllReduceSum(votes, "the stop vote"));
   context.stop_after_step = votes[0] > 0 && context.position.step < context.position.total_steps;
   return absl::OkStatus();
 }

@@ -66,8 +66,8 @@ void AddInto(std::vector<double>& total, const std::vector<double>& part) {
 // (checkpoints, logs, validation, votes) lives in the hooks.
 class TrainingLoop {
  public:
-  TrainingLoop(TrainRun& run, TrainContext& context, Hooks& hooks)
-      : run_(run), context_(context), hooks_(hooks) {}
+  TrainingLoop(TrainContext& context, Hooks& hooks)
+      : run_(context.run), context_(context), hooks_(hooks) {}
 
   absl::StatusOr<TrainSummary> Run() {
     const Clock::time_point run_start = Clock::now();
@@ -112,7 +112,7 @@ class TrainingLoop {
         const double elapsed = SecondsBetween(start, Clock::now());
         step->window = run_.metrics->Values(window_);
         step->images_per_sec = (MetricSet::Samples(context_.epoch_sums) - samples_before) *
-                               context_.communicator.world_size() / std::max(elapsed, 1e-9);
+                               context_.communicator().world_size() / std::max(elapsed, 1e-9);
         step->eta_seconds = (context_.position.total_steps - context_.position.step) * elapsed /
                             std::max<int64_t>(context_.position.epoch_step - steps_before, 1);
         window_ = run_.metrics->EmptySums();
@@ -125,12 +125,12 @@ class TrainingLoop {
     report.seconds = SecondsBetween(start, Clock::now());
     report.images = static_cast<int64_t>(
         (MetricSet::Samples(context_.epoch_sums) - samples_before) *
-        context_.communicator.world_size());
+        context_.communicator().world_size());
     train_seconds_ += report.seconds;
     train_images_ += report.images;
     std::vector<double> sums = context_.epoch_sums;
     RETURN_IF_ERROR(
-        context_.communicator.AllReduceSum(sums, "sum of the epoch's training figures"));
+        context_.communicator().AllReduceSum(sums, "sum of the epoch's training figures"));
     report.figures = Prefixed(*run_.metrics, sums, "train_");
     return report;
   }
@@ -151,10 +151,10 @@ class TrainingLoop {
           at.epoch, run_.train.sampler->EpochIndices(run_.train.dataset->size(), at.epoch));
       return;
     }
-    const TrainerConfig& trainer = context_.config.trainer();
-    const int world_size = context_.communicator.world_size();
+    const TrainerConfig& trainer = context_.config().trainer();
+    const int world_size = context_.communicator().world_size();
     EpochProgress done{resumed->epoch_step * trainer.accumulate_steps() *
-                           context_.config.train_data().batch_size(),
+                           context_.config().train_data().batch_size(),
                        world_size};
     if (resumed->world_size > 0) {
       done = {resumed->epoch_samples_per_rank, static_cast<int>(resumed->world_size)};
@@ -186,7 +186,7 @@ class TrainingLoop {
   absl::StatusOr<std::optional<StepReport>> TrainStep() {
     const Clock::time_point start = Clock::now();
     std::vector<Batch> batches;
-    for (int k = 0; k < context_.config.trainer().accumulate_steps(); ++k) {
+    for (int k = 0; k < context_.config().trainer().accumulate_steps(); ++k) {
       ASSIGN_OR_RETURN(std::optional<Batch> batch, run_.train.loader->Next());
       if (!batch) return std::nullopt;
       RETURN_IF_ERROR(ApplyBatchTransforms(*batch, k));
@@ -202,7 +202,7 @@ class TrainingLoop {
     if (report.applied) {
       // The gradients are complete here: averaged, summed into replica 0,
       // unscaled.
-      report.grad_norm = ClipGradients(*run_.model, context_.config.trainer().clip_grad());
+      report.grad_norm = ClipGradients(*run_.model, context_.config().trainer().clip_grad());
       RETURN_IF_ERROR(run_.strategy->Step(*run_.optimizer));
       if (run_.scaler) run_.scaler->Update(/*found_inf=*/false);
       AddInto(context_.epoch_sums, report_sums_);
@@ -221,9 +221,9 @@ class TrainingLoop {
   // the rank, so a resumed run mixes as an uninterrupted one.
   absl::Status ApplyBatchTransforms(Batch& batch, int k) {
     if (run_.train.batch_transforms.empty()) return absl::OkStatus();
-    const uint64_t stream = static_cast<uint64_t>(context_.communicator.rank()) *
-                                context_.config.trainer().accumulate_steps() + k;
-    SampleRandom random(SampleRandom::Mix(context_.config.trainer().seed()) ^ kBatchMixing,
+    const uint64_t stream = static_cast<uint64_t>(context_.communicator().rank()) *
+                                context_.config().trainer().accumulate_steps() + k;
+    SampleRandom random(SampleRandom::Mix(context_.config().trainer().seed()) ^ kBatchMixing,
                         context_.position.step, stream);
     torch::Tensor targets = batch.labels;
     for (const auto& transform : run_.train.batch_transforms) {
@@ -239,7 +239,7 @@ class TrainingLoop {
   // as under ddp the other ranks wait in this step's collectives.
   absl::StatusOr<std::optional<double>> ForwardBackward(const std::vector<Batch>& batches,
                                                         StepReport& report) {
-    const TrainerConfig& trainer = context_.config.trainer();
+    const TrainerConfig& trainer = context_.config().trainer();
     const int accumulate = trainer.accumulate_steps();
     // Each accumulated batch contributes 1/accumulate of the step's gradient.
     const LossFunction loss_function = [&](const torch::Tensor& logits,
@@ -286,7 +286,7 @@ class TrainingLoop {
     const TrainPosition& at = context_.position;
     const double factor =
         run_.schedule->Factor(at.step, at.total_steps, at.steps_per_epoch) *
-        WarmupFactor(context_.config.learning_rate(), at.step, at.steps_per_epoch);
+        WarmupFactor(context_.config().learning_rate(), at.step, at.steps_per_epoch);
     for (size_t g = 0; g < run_.base_lr.size(); ++g) {
       run_.optimizer->param_groups()[g].options().set_lr(run_.base_lr[g] * factor);
     }
@@ -295,7 +295,7 @@ class TrainingLoop {
 
   bool IsLogStep() const {
     const TrainPosition& at = context_.position;
-    return at.step % context_.config.trainer().log_interval() == 0 || at.step == at.total_steps;
+    return at.step % context_.config().trainer().log_interval() == 0 || at.step == at.total_steps;
   }
 
   TrainRun& run_;
@@ -408,21 +408,13 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& resolved, const RunOpti
     write_errors.set_resume_point(run.resume->path);
   }
   TrainContext context{
-      .config = config,
+      .run = run,
       .options = options,
-      .strategy = *run.strategy,
-      .communicator = run.strategy->communicator(),
-      .model = *run.model,
-      .optimizer = *run.optimizer,
-      .loss = *run.loss,
-      .metrics = *run.metrics,
-      .classes = run.classes,
       .output_dir = std::filesystem::path(config.output_dir()),
       .primary = primary,
       .progress = progress,
       .events = events,
       .write_errors = write_errors,
-      .scaler = run.scaler ? &*run.scaler : nullptr,
   };
   context.position = {0, run.resume ? run.resume->checkpoint.contents.step : 0, 0,
                       run.steps_per_epoch, run.total_steps, run.epochs, 0};
@@ -434,7 +426,7 @@ absl::StatusOr<TrainSummary> Train(const PipelineConfig& resolved, const RunOpti
   if (run.resume) context.saved_state = run.resume->checkpoint.contents.states;
   ASSIGN_OR_RETURN(Hooks hooks, MakeHooks(config, options, run, context));
   run.model->train();
-  return TrainingLoop(run, context, hooks).Run();
+  return TrainingLoop(context, hooks).Run();
 }
 
 }  // namespace pipeline

@@ -28,6 +28,7 @@
 #include "pipeline/trainer/output_write_errors.h"
 #include "pipeline/trainer/progress_printer.h"
 #include "pipeline/trainer/run_options.h"
+#include "pipeline/trainer/train_run.h"
 
 namespace pipeline {
 
@@ -46,15 +47,10 @@ struct TrainPosition {
 
 // What the run is made of, and its shared state.
 struct TrainContext {
-  const PipelineConfig& config;
+  // The run's parts (config, strategy, model, optimizer, loss, metrics,
+  // classes, loss scaler), owned there; the accessors below name them.
+  TrainRun& run;
   const RunOptions& options;
-  Strategy& strategy;
-  Communicator& communicator;
-  Model& model;
-  Optimizer& optimizer;
-  const Loss& loss;
-  const MetricSet& metrics;
-  const std::vector<std::string>& classes;
   const std::filesystem::path output_dir;
   // Rank 0 prints, writes checkpoints and files; the others compute.
   const bool primary;
@@ -62,8 +58,6 @@ struct TrainContext {
   // JSON events for RunOptions::events (rank 0; null elsewhere).
   std::ostream* events;
   OutputWriteErrors& write_errors;
-  // Under loss scaling (trainer.grad_scaler), or null.
-  GradScaler* scaler;
   TrainPosition position;
   // This rank's training sums of the epoch so far (MetricSet layout); on
   // rank 0 after a mid-epoch resume they include the whole job's sums
@@ -82,6 +76,18 @@ struct TrainContext {
   std::map<std::string, std::vector<double>> saved_state;
   // Optimizer steps skipped for non-finite values since this run started.
   int64_t skipped_steps = 0;
+
+  // The config the run trains with (precision and memory format decided).
+  const PipelineConfig& config() const { return run.config; }
+  Strategy& strategy() const { return *run.strategy; }
+  Communicator& communicator() const { return run.strategy->communicator(); }
+  Model& model() const { return *run.model; }
+  Optimizer& optimizer() const { return *run.optimizer; }
+  const Loss& loss() const { return *run.loss; }
+  const MetricSet& metrics() const { return *run.metrics; }
+  const std::vector<std::string>& classes() const { return run.classes; }
+  // Under loss scaling (trainer.grad_scaler), or null.
+  GradScaler* scaler() const { return run.scaler ? &*run.scaler : nullptr; }
 };
 
 // One optimizer step, as the loop saw it.

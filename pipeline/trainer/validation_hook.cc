@@ -9,15 +9,15 @@ namespace pipeline {
 
 absl::StatusOr<Evaluation> Evaluate(TrainContext& context, DataPipeline& data,
                                     int64_t max_batches) {
-  const TrainerConfig& trainer = context.config.trainer();
-  const int rank = context.communicator.rank(), world = context.communicator.world_size();
+  const TrainerConfig& trainer = context.config().trainer();
+  const int rank = context.communicator().rank(), world = context.communicator().world_size();
   const std::vector<int64_t> order =
       data.sampler->EpochIndices(data.dataset->size(), context.position.epoch);
   std::vector<int64_t> shard;
   for (size_t i = rank; i < order.size(); i += world) shard.push_back(order[i]);
   data.loader->StartEpoch(context.position.epoch, std::move(shard));
-  std::vector<double> sums = context.metrics.EmptySums();
-  context.model.eval();
+  std::vector<double> sums = context.metrics().EmptySums();
+  context.model().eval();
   {
     c10::InferenceMode inference;
     for (int64_t index = 0; max_batches == 0 || index < max_batches; ++index) {
@@ -26,24 +26,24 @@ absl::StatusOr<Evaluation> Evaluate(TrainContext& context, DataPipeline& data,
       torch::Tensor logits;
       {
         AutocastScope autocast(trainer.precision());
-        ASSIGN_OR_RETURN(logits, context.strategy.Forward(context.model,
+        ASSIGN_OR_RETURN(logits, context.strategy().Forward(context.model(),
                                                           ModelInput(batch->images, trainer)));
       }
       // Summed in float32 whatever the forward pass ran in.
       logits = logits.to(at::kFloat);
       const double loss =
-          context.loss.Compute(logits, batch->labels, at::Reduction::Sum).item<double>();
-      context.metrics.Add(logits, batch->labels, loss, sums);
+          context.loss().Compute(logits, batch->labels, at::Reduction::Sum).item<double>();
+      context.metrics().Add(logits, batch->labels, loss, sums);
     }
   }
-  context.model.train();
-  RETURN_IF_ERROR(context.communicator.AllReduceSum(sums, "sum of the validation figures"));
-  return Evaluation{context.metrics.Values(sums),
+  context.model().train();
+  RETURN_IF_ERROR(context.communicator().AllReduceSum(sums, "sum of the validation figures"));
+  return Evaluation{context.metrics().Values(sums),
                     static_cast<int64_t>(MetricSet::Samples(sums))};
 }
 
 absl::Status ValidationHook::OnEpochEnd(TrainContext& context, EpochReport& epoch) {
-  const TrainerConfig& trainer = context.config.trainer();
+  const TrainerConfig& trainer = context.config().trainer();
   const bool last = epoch.epoch == context.position.epochs;
   epoch.validated = epoch.epoch % trainer.validate_every_epochs() == 0 || last;
   if (epoch.validated) {
@@ -52,15 +52,15 @@ absl::Status ValidationHook::OnEpochEnd(TrainContext& context, EpochReport& epoc
     if (context.ema != nullptr) {
       // The same model on the same device under the same strategy, with the
       // average's weights in it for the pass.
-      context.ema->SwapWith(context.model);
+      context.ema->SwapWith(context.model());
       absl::StatusOr<Evaluation> averaged =
           Evaluate(context, data_, trainer.max_validation_batches());
-      context.ema->SwapWith(context.model);
+      context.ema->SwapWith(context.model());
       if (!averaged.ok()) return averaged.status();
       last_ema_ = *std::move(averaged);
     }
   } else if (last_.figures.empty()) {
-    last_.figures = context.metrics.Values(context.metrics.EmptySums());
+    last_.figures = context.metrics().Values(context.metrics().EmptySums());
     if (context.ema != nullptr) last_ema_.figures = last_.figures;
   }
   for (Figure figure : last_.figures) {
