@@ -1,10 +1,10 @@
 #ifndef PIPELINE_IMAGE_IMAGE_CODEC_H_
 #define PIPELINE_IMAGE_IMAGE_CODEC_H_
 
-// JPEG (TurboJPEG) and PNG (libpng) decoding into uint8 HWC images, and the
-// encoders the data-preparation tool writes with. Every failure is a Status
-// that names the file and the reason; nothing aborts, and libpng's longjmp
-// never crosses a C++ frame.
+// JPEG (libjpeg, jpeg_codec.cc) and PNG (libpng, png_codec.cc) decoding into
+// uint8 HWC images, and the encoders (TurboJPEG, libpng) the data-preparation
+// tool writes with. Every failure is a Status that names the file and the
+// reason; nothing aborts, and libpng's longjmp never crosses a C++ frame.
 //
 // Pixel values are decoded as stored (no gamma or ICC correction), which is
 // what PIL and torchvision hand a model, so the same files give the same
