@@ -26,6 +26,7 @@ _SUITES = {
     "loss": ("LossConformanceTest", "LossConformanceParams"),
     "metric": ("MetricConformanceTest", "MetricConformanceParams"),
     "batch_transform": ("BatchTransformConformanceTest", "BatchTransformConformanceParams"),
+    "model": ("ModelConformanceTest", "ModelConformanceParams"),
 }
 
 _SCHEDULE_SHAPES = ["", "non_increasing", "rises_then_falls"]
@@ -330,3 +331,36 @@ def batch_transform_conformance_test(name, plugin, options = "", plugin_name = N
       **kwargs: passed to cc_test.
     """
     _conformance_test(name, "batch_transform", plugin, options, plugin_name, deps, **kwargs)
+
+def model_conformance_test(
+        name,
+        plugin,
+        options = "",
+        image_size = 32,
+        plugin_name = None,
+        deps = [],
+        **kwargs):
+    """The model conformance suite (model_conformance.h) for one plugin.
+
+    Args:
+      name: the test.
+      plugin: the model's pipeline_plugin target.
+      options: its options message body in text format, or a list of them.
+      image_size: height and width of the test images; the smallest the
+        model takes keeps the suite quick.
+      plugin_name: its registered name, when not the target's name.
+      deps: anything else the test links.
+      **kwargs: passed to cc_test.
+    """
+    if type(image_size) != "int" or image_size < 1:
+        fail("image_size = %s; must be a positive int" % image_size)
+    _conformance_test(
+        name,
+        "model",
+        plugin,
+        options,
+        plugin_name,
+        deps,
+        extra_fields = [str(image_size)],
+        **kwargs
+    )

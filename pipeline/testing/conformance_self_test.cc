@@ -96,6 +96,16 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "broken_mix_brightens.EveryOutputPixelLiesWithinTheBatchsPixelsThere",
       "broken_mix_credits_another_image.TargetsCreditTheImagesMixedIntoEachOutput",
       "broken_mix_takes_any_shape.InputsThatDoNotFitAreErrorsNotExceptions",
+      "broken_model_squeezes_logits.ForwardGivesOneRowOfFiniteLogitsPerImage",
+      "broken_model_jitters_in_eval.EvalModeIsDeterministic",
+      "broken_model_batch_statistics_in_eval.EvalLogitsOfAnImageDoNotDependOnTheRestOfTheBatch",
+      "broken_model_unused_parameter.EveryTrainableParameterGetsAFiniteGradient",
+      "broken_model_head_names_nothing."
+      "HeadPrefixesNameExactlyTheParametersShapedByTheClassCount",
+      "broken_model_counted_buffer_name.ParameterAndBufferNamesAreStableAcrossConstructions",
+      "broken_model_unseeded_init.TheSameSeedGivesTheSameInitialWeights",
+      "broken_model_reads_memory_as_contiguous.ChannelsLastGivesTheSameLogits",
+      "broken_model_takes_any_channels.AWrongChannelCountIsAnErrorNotACrash",
   };
   EXPECT_EQ(FailedTests(result.output), expected) << result.output;
 }
