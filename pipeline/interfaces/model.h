@@ -24,6 +24,16 @@ class Model : public torch::nn::Module {
   // freeze_backbone keeps only these trainable. Every model plugin names
   // its head; the default (no head) only suits models built in tests.
   virtual std::vector<std::string> head_prefixes() const { return {}; }
+
+  // Depth order for layer-wise learning-rate decay (optimizer.layer_decay,
+  // timm's param_groups_layer_decay): the stem and embeddings are layer 0,
+  // the i-th block (or stage) layer i + 1, the final norm and the head
+  // num_layers() - 1, whose rate is the base rate; a parameter of layer l
+  // gets decay^(num_layers() - 1 - l) of it. Models without such an order
+  // (the CNNs of torchvision's reference recipes) keep 0 layers, and a config
+  // that asks them for layer decay is refused.
+  virtual int num_layers() const { return 0; }
+  virtual int layer_id(const std::string& parameter_name) const { return 0; }
 };
 
 // What a model plugin's factory is built for, resolved once for every model
