@@ -9,8 +9,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 
 namespace pipeline {
 namespace testing {
@@ -75,7 +78,7 @@ absl::StatusOr<std::vector<StateDictEntry>> ReadStateDictFixture(const std::stri
   std::vector<StateDictEntry> entries;
   std::string line;
   for (int line_number = 1; std::getline(file, line); ++line_number) {
-    if (line.empty()) continue;
+    if (line.empty() || line[0] == '#') continue;
     std::istringstream fields(line);
     std::string key, shape, extra;
     if (!(fields >> key >> shape) || (fields >> extra)) {
@@ -88,6 +91,26 @@ absl::StatusOr<std::vector<StateDictEntry>> ReadStateDictFixture(const std::stri
     return absl::InvalidArgumentError(absl::StrCat("state_dict fixture ", path, " is empty"));
   }
   return entries;
+}
+
+absl::StatusOr<int64_t> ReadStateDictParameterCount(const std::string& path) {
+  std::ifstream file(path);
+  if (!file.good()) {
+    return absl::NotFoundError(absl::StrCat("cannot read state_dict fixture ", path));
+  }
+  constexpr absl::string_view kPrefix = "# parameters: ";
+  for (std::string line; std::getline(file, line);) {
+    if (!absl::StartsWith(line, kPrefix)) continue;
+    int64_t count = 0;
+    if (!absl::SimpleAtoi(absl::string_view(line).substr(kPrefix.size()), &count)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": \"", line, "\" is not `# parameters: <count>`"));
+    }
+    return count;
+  }
+  return absl::NotFoundError(absl::StrCat("state_dict fixture ", path,
+                                          " states no `# parameters: <count>`; write it again "
+                                          "with tools/fixtures/torchvision_state_dict_keys.py"));
 }
 
 ::testing::AssertionResult StateDictEntriesMatch(const std::vector<StateDictEntry>& actual,

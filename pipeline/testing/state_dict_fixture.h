@@ -10,8 +10,11 @@
 //
 // A fixture holds one line per state_dict entry: `<key> <dim0>x<dim1>...`,
 // or `<key> scalar` for a 0-dimensional tensor (BatchNorm's
-// num_batches_tracked).
+// num_batches_tracked). Lines starting with `#` are comments, but for
+// `# parameters: <count>`, the model's parameter count (buffers left out),
+// which the entries alone cannot tell.
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +43,11 @@ std::vector<StateDictEntry> StateDictEntries(const torch::nn::Module& module);
 // test's `data`). NotFound if it cannot be opened, InvalidArgument for a
 // malformed line or an empty file.
 absl::StatusOr<std::vector<StateDictEntry>> ReadStateDictFixture(const std::string& path);
+
+// The fixture's `# parameters: <count>`. NotFound if it cannot be opened or
+// states none (fixtures written before the scripts wrote the count),
+// InvalidArgument if the count does not parse.
+absl::StatusOr<int64_t> ReadStateDictParameterCount(const std::string& path);
 
 // Success when `actual` equals `expected`; otherwise a failure that names the
 // first entry that differs (index, both key/shape pairs and the entries

@@ -84,6 +84,26 @@ TEST(ReadStateDictFixtureTest, ReadsKeysAndShapes) {
                                                    {"bn.num_batches_tracked", "scalar"}}));
 }
 
+TEST(ReadStateDictFixtureTest, SkipsCommentsAndReadsTheParameterCount) {
+  const std::string path = testing::TempPath("counted.txt");
+  std::ofstream(path) << "# parameters: 224\nconv.weight 8x3x3x3\n# a note\nconv.bias 8\n";
+  auto entries = ReadStateDictFixture(path);
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  EXPECT_EQ(*entries,
+            (std::vector<StateDictEntry>{{"conv.weight", "8x3x3x3"}, {"conv.bias", "8"}}));
+  auto count = ReadStateDictParameterCount(path);
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(*count, 224);
+
+  const std::string uncounted = testing::TempPath("uncounted.txt");
+  std::ofstream(uncounted) << "conv.weight 8x3x3x3\n";
+  EXPECT_EQ(ReadStateDictParameterCount(uncounted).status().code(), absl::StatusCode::kNotFound);
+  const std::string garbled = testing::TempPath("garbled.txt");
+  std::ofstream(garbled) << "# parameters: many\nconv.weight 8x3x3x3\n";
+  EXPECT_EQ(ReadStateDictParameterCount(garbled).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ReadStateDictFixtureTest, RejectsMissingAndMalformedFiles) {
   EXPECT_EQ(ReadStateDictFixture("no/such/file.txt").status().code(), absl::StatusCode::kNotFound);
   const std::string path = testing::TempPath("bad.txt");
