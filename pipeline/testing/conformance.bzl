@@ -63,16 +63,30 @@ def _cc_string(value):
 def _as_list(options):
     return options if type(options) == "list" else [options]
 
-def _conformance_test(name, kind, plugin, options, plugin_name, deps, extra_fields = [], **kwargs):
+def _conformance_test(
+        name,
+        kind,
+        plugin,
+        options,
+        plugin_name,
+        deps,
+        extra_fields = [],
+        per_options_fields = None,
+        **kwargs):
     """One plugin's instance of `kind`'s suite, one parameter set per options.
 
-    Each parameter set is {registered name, options, *extra_fields}: the
-    fields of the suite's Params struct after the first two, as C++ text.
+    Each parameter set is {registered name, options, *extra_fields,
+    *per_options_fields[i]}: the fields of the suite's Params struct after
+    the first two, as C++ text; per_options_fields, where given, holds one
+    list for each options entry.
     """
     registered = plugin_name or _registered_name(plugin)
+    options = _as_list(options)
+    if per_options_fields == None:
+        per_options_fields = [[] for _ in options]
     param_fields = [
-        [_cc_string(registered), _cc_string(o)] + extra_fields
-        for o in _as_list(options)
+        [_cc_string(registered), _cc_string(o)] + extra_fields + per_options_fields[i]
+        for i, o in enumerate(options)
     ]
     suite, params_type = _SUITES[kind]
     values = ",\n        ".join([
@@ -332,13 +346,32 @@ def batch_transform_conformance_test(name, plugin, options = "", plugin_name = N
     """
     _conformance_test(name, "batch_transform", plugin, options, plugin_name, deps, **kwargs)
 
+def _torchvision_fields(torchvision, state_dict_only):
+    """The torchvision fields of ModelConformanceParams, and the fixtures they read."""
+    if not torchvision:
+        return ["\"\"", "\"\"", "false", "false"], []
+    fixtures = native.glob(["testdata/torchvision_%s_state_dict.txt" % torchvision])
+    parity = [] if state_dict_only else native.glob(
+        ["testdata/torchvision_%s_parity_logits.txt" % torchvision],
+    )
+    fields = [
+        _cc_string(torchvision),
+        _cc_string(native.package_name() + "/testdata"),
+        "true" if parity else "false",
+        "true" if state_dict_only else "false",
+    ]
+    return fields, fixtures + parity
+
 def model_conformance_test(
         name,
         plugin,
         options = "",
         image_size = 32,
+        torchvision = None,
+        torchvision_state_dict_only = {},
         plugin_name = None,
         deps = [],
+        data = [],
         **kwargs):
     """The model conformance suite (model_conformance.h) for one plugin.
 
@@ -348,19 +381,47 @@ def model_conformance_test(
       options: its options message body in text format, or a list of them.
       image_size: height and width of the test images; the smallest the
         model takes keeps the suite quick.
+      torchvision: the torchvision.models constructor each options entry
+        builds ("" for none), a string or a list like `options`; its
+        fixtures are testdata/torchvision_<name>_state_dict.txt (required)
+        and testdata/torchvision_<name>_parity_logits.txt (checked where
+        present) in the plugin's package.
+      torchvision_state_dict_only: {options: constructor} for variants too
+        large to run here: each is an instance that checks only the
+        state_dict fixture and parameter count.
       plugin_name: its registered name, when not the target's name.
       deps: anything else the test links.
+      data: anything else the test reads.
       **kwargs: passed to cc_test.
     """
     if type(image_size) != "int" or image_size < 1:
         fail("image_size = %s; must be a positive int" % image_size)
+    all_options = _as_list(options)
+    names = [""] * len(all_options) if torchvision == None else _as_list(torchvision)
+    if len(names) != len(all_options):
+        fail("torchvision names %d constructors for %d options" % (len(names), len(all_options)))
+    states = [False] * len(names)
+    for o, n in torchvision_state_dict_only.items():
+        if not n:
+            fail("torchvision_state_dict_only[\"%s\"] names no constructor" % o)
+        all_options = all_options + [o]
+        names = names + [n]
+        states = states + [True]
+    per_options_fields = []
+    fixtures = []
+    for n, state_dict_only in zip(names, states):
+        fields, files = _torchvision_fields(n, state_dict_only)
+        per_options_fields.append(fields)
+        fixtures += [f for f in files if f not in fixtures]
     _conformance_test(
         name,
         "model",
         plugin,
-        options,
+        all_options,
         plugin_name,
         deps,
         extra_fields = [str(image_size)],
+        per_options_fields = per_options_fields,
+        data = data + fixtures,
         **kwargs
     )

@@ -106,6 +106,16 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "broken_model_unseeded_init.TheSameSeedGivesTheSameInitialWeights",
       "broken_model_reads_memory_as_contiguous.ChannelsLastGivesTheSameLogits",
       "broken_model_takes_any_channels.AWrongChannelCountIsAnErrorNotACrash",
+      "broken_model_frozen_head_bias.FreezeBackboneLeavesExactlyTheHeadTrainable",
+      // Weights saved from one construction do not load into another.
+      "broken_model_counted_buffer_name.FreezeBackboneLeavesExactlyTheHeadTrainable",
+      "broken_model_zero_gradient_scale.AFewSgdStepsChangeEveryTrainableParameter",
+      // No step moves a parameter that gets no gradient.
+      "broken_model_unused_parameter.AFewSgdStepsChangeEveryTrainableParameter",
+      "broken_model_accepts_any_dropout.ProbabilityOptionsOutsideZeroToOneAreRefused",
+      "broken_model_misnamed_head.StateDictAndParameterCountMatchTorchvision",
+      "broken_model_bias_as_buffer.StateDictAndParameterCountMatchTorchvision",
+      "broken_model_other_batch_norm_eps.LogitsMatchTorchvisionForTheSameWeights",
   };
   EXPECT_EQ(FailedTests(result.output), expected) << result.output;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,11 +13,24 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "pipeline/config/pipeline.pb.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/registry/registry.h"
 #include "pipeline/testing/conformance_config.h"
+#include "pipeline/testing/parity_fixture.h"
+#include "pipeline/testing/state_dict_fixture.h"
+#include "pipeline/testing/temp_path.h"
 #include "pipeline/util/torch_status.h"
+#include "pipeline/weights/build_model.h"
+#include "pipeline/weights/pretrained.h"
+#include "pipeline/weights/state_dict_reader.h"
+#include "torch/nn/functional/loss.h"
+#include "torch/optim/sgd.h"
 #include "torch/types.h"
 #include "torch/utils.h"
 
@@ -25,6 +40,10 @@ namespace testing {
 void PrintTo(const ModelConformanceParams& params, std::ostream* out) {
   *out << "model \"" << params.plugin << "\" with options {" << params.options << "} on "
        << params.image_size << "x" << params.image_size << " images";
+  if (!params.torchvision.empty()) {
+    *out << ", torchvision " << params.torchvision
+         << (params.state_dict_only ? " (state_dict only)" : "");
+  }
 }
 
 std::string ModelConformanceTestName(const ::testing::TestParamInfo<ModelConformanceParams>& info) {
@@ -38,6 +57,19 @@ constexpr int64_t kClasses = 10;
 constexpr int64_t kChannels = 3;
 constexpr int64_t kBatch = 3;
 constexpr uint64_t kSeed = 7;
+// torchvision's class count, at which its state_dict fixtures and published
+// parameter counts are taken.
+constexpr int64_t kTorchvisionClasses = 1000;
+// The class count of tools/fixtures/torchvision_parity_logits.py.
+constexpr int64_t kParityClasses = 10;
+// The parity tests' tolerance, a share of the largest logit: the same
+// kernels run on both sides, so the logits agree to the last bit on one
+// machine; this leaves room for another CPU or thread count.
+constexpr double kParityTolerance = 2e-5;
+// SGD steps within which every trainable parameter must have moved, and
+// their learning rate.
+constexpr int kSgdSteps = 3;
+constexpr double kLearningRate = 0.1;
 
 // Logits computed along another path (a batch of another size, another
 // memory format) may come from other kernels, which sum in another order:
@@ -81,6 +113,11 @@ absl::StatusOr<Model*> Shared(const ModelConformanceParams& params) {
   absl::StatusOr<Model*> model##_shared_ = Shared(GetParam());   \
   ASSERT_TRUE(model##_shared_.ok()) << model##_shared_.status(); \
   Model& model = **model##_shared_
+
+// Instances declared for the torchvision state_dict check alone run nothing
+// else.
+#define SKIP_IF_STATE_DICT_ONLY() \
+  if (GetParam().state_dict_only) GTEST_SKIP() << "declared for the state_dict check only"
 
 #define BUILD_OR_RETURN(model, ...)                                                         \
   absl::StatusOr<std::unique_ptr<Model>> model##_built_ = Build(GetParam(), ##__VA_ARGS__); \
@@ -165,6 +202,7 @@ void SetMemoryFormat(Model& model, torch::MemoryFormat format) {
 }
 
 TEST_P(ModelConformanceTest, ForwardGivesOneRowOfFiniteLogitsPerImage) {
+  SKIP_IF_STATE_DICT_ONLY();
   const int64_t size = GetParam().image_size;
   SHARED_OR_RETURN(shared);
   shared.eval();
@@ -187,6 +225,7 @@ TEST_P(ModelConformanceTest, ForwardGivesOneRowOfFiniteLogitsPerImage) {
 }
 
 TEST_P(ModelConformanceTest, EvalModeIsDeterministic) {
+  SKIP_IF_STATE_DICT_ONLY();
   SHARED_OR_RETURN(model);
   model.eval();
   torch::NoGradGuard no_grad;
@@ -201,6 +240,7 @@ TEST_P(ModelConformanceTest, EvalModeIsDeterministic) {
 }
 
 TEST_P(ModelConformanceTest, EvalLogitsOfAnImageDoNotDependOnTheRestOfTheBatch) {
+  SKIP_IF_STATE_DICT_ONLY();
   SHARED_OR_RETURN(model);
   model.eval();
   torch::NoGradGuard no_grad;
@@ -216,6 +256,7 @@ TEST_P(ModelConformanceTest, EvalLogitsOfAnImageDoNotDependOnTheRestOfTheBatch) 
 }
 
 TEST_P(ModelConformanceTest, EveryTrainableParameterGetsAFiniteGradient) {
+  SKIP_IF_STATE_DICT_ONLY();
   BUILD_OR_RETURN(model);
   model.train();
   const torch::Tensor images = Images(kBatch, kChannels, GetParam().image_size, 8);
@@ -241,6 +282,7 @@ TEST_P(ModelConformanceTest, EveryTrainableParameterGetsAFiniteGradient) {
 }
 
 TEST_P(ModelConformanceTest, HeadPrefixesNameExactlyTheParametersShapedByTheClassCount) {
+  SKIP_IF_STATE_DICT_ONLY();
   SHARED_OR_RETURN(ten);
   BUILD_OR_RETURN(two, 2);
   const std::vector<std::string> prefixes = ten.head_prefixes();
@@ -267,9 +309,28 @@ TEST_P(ModelConformanceTest, HeadPrefixesNameExactlyTheParametersShapedByTheClas
   EXPECT_EQ(in_head, shaped_by_classes)
       << "the parameters under head_prefixes() {" << absl::StrJoin(prefixes, ", ")
       << "} (first) are not those whose shape follows num_classes (second)";
+  // Buffers likewise: weights for another class count leave only the head
+  // fresh, so a class-shaped buffer elsewhere would not load, and a buffer
+  // of the backbone under a head prefix would be left fresh.
+  // By position: stable names are another test's rule.
+  const auto two_buffers = two.named_buffers();
+  const auto ten_buffers = ten.named_buffers();
+  ASSERT_EQ(two_buffers.size(), ten_buffers.size()) << "2 and 10 classes give other buffers";
+  std::set<std::string> buffers_shaped_by_classes, buffers_in_head;
+  for (size_t i = 0; i < ten_buffers.size(); ++i) {
+    const std::string& name = ten_buffers[i].key();
+    if (two_buffers[i].value().sizes() != ten_buffers[i].value().sizes()) {
+      buffers_shaped_by_classes.insert(name);
+    }
+    if (InHead(name, prefixes)) buffers_in_head.insert(name);
+  }
+  EXPECT_EQ(buffers_in_head, buffers_shaped_by_classes)
+      << "the buffers under head_prefixes() {" << absl::StrJoin(prefixes, ", ")
+      << "} (first) are not those whose shape follows num_classes (second)";
 }
 
 TEST_P(ModelConformanceTest, ParameterAndBufferNamesAreStableAcrossConstructions) {
+  SKIP_IF_STATE_DICT_ONLY();
   SHARED_OR_RETURN(first);
   BUILD_OR_RETURN(second);
   EXPECT_EQ(ParameterNames(first), ParameterNames(second))
@@ -279,6 +340,7 @@ TEST_P(ModelConformanceTest, ParameterAndBufferNamesAreStableAcrossConstructions
 }
 
 TEST_P(ModelConformanceTest, TheSameSeedGivesTheSameInitialWeights) {
+  SKIP_IF_STATE_DICT_ONLY();
   SHARED_OR_RETURN(first);  // built after torch::manual_seed(kSeed), never trained
   torch::manual_seed(kSeed);
   BUILD_OR_RETURN(second);
@@ -298,6 +360,7 @@ TEST_P(ModelConformanceTest, TheSameSeedGivesTheSameInitialWeights) {
 }
 
 TEST_P(ModelConformanceTest, ChannelsLastGivesTheSameLogits) {
+  SKIP_IF_STATE_DICT_ONLY();
   SHARED_OR_RETURN(model);
   model.eval();
   torch::NoGradGuard no_grad;
@@ -313,6 +376,7 @@ TEST_P(ModelConformanceTest, ChannelsLastGivesTheSameLogits) {
 }
 
 TEST_P(ModelConformanceTest, AWrongChannelCountIsAnErrorNotACrash) {
+  SKIP_IF_STATE_DICT_ONLY();
   SHARED_OR_RETURN(model);
   model.eval();
   torch::NoGradGuard no_grad;
@@ -326,6 +390,163 @@ TEST_P(ModelConformanceTest, AWrongChannelCountIsAnErrorNotACrash) {
       EXPECT_FALSE(logits.status().message().empty()) << "an error without a message";
     }
   }
+}
+
+TEST_P(ModelConformanceTest, FreezeBackboneLeavesExactlyTheHeadTrainable) {
+  SKIP_IF_STATE_DICT_ONLY();
+  SHARED_OR_RETURN(shared);
+  // freeze_backbone needs weights to start from: the model's own.
+  const std::string weights = TempPath("model_conformance_weights.pt");
+  const absl::Status written = WriteStateDict(weights, StateDictOf(shared));
+  ASSERT_TRUE(written.ok()) << written;
+  absl::StatusOr<PluginConfig> plugin =
+      ConformanceConfig<Model>(GetParam().plugin, GetParam().options);
+  ASSERT_TRUE(plugin.ok()) << plugin.status();
+  ModelConfig config;
+  config.set_name(plugin->name());
+  *config.mutable_options() = plugin->options();
+  config.set_num_classes(kClasses);
+  config.set_in_channels(kChannels);
+  config.set_weights(weights);
+  config.set_freeze_backbone(true);
+  absl::StatusOr<std::unique_ptr<Model>> frozen = BuildModel(config, ModelInputs{});
+  std::remove(weights.c_str());
+  ASSERT_TRUE(frozen.ok()) << frozen.status();
+
+  const std::vector<std::string> prefixes = (*frozen)->head_prefixes();
+  std::vector<std::string> trainable, head;
+  for (const auto& item : (*frozen)->named_parameters()) {
+    if (item.value().requires_grad()) trainable.push_back(item.key());
+    if (InHead(item.key(), prefixes)) head.push_back(item.key());
+  }
+  EXPECT_EQ(trainable, head) << "after freeze_backbone the parameters that require grad (first) "
+                                "are not those under head_prefixes() {"
+                             << absl::StrJoin(prefixes, ", ") << "} (second)";
+}
+
+TEST_P(ModelConformanceTest, AFewSgdStepsChangeEveryTrainableParameter) {
+  SKIP_IF_STATE_DICT_ONLY();
+  torch::manual_seed(kSeed);
+  BUILD_OR_RETURN(model);
+  model.train();
+  std::map<std::string, torch::Tensor> unchanged;  // name -> initial value
+  std::vector<torch::Tensor> trainable;
+  for (const auto& item : model.named_parameters()) {
+    if (!item.value().requires_grad()) continue;
+    unchanged.emplace(item.key(), item.value().detach().clone());
+    trainable.push_back(item.value());
+  }
+  ASSERT_FALSE(trainable.empty()) << "no parameter requires grad";
+  torch::optim::SGD sgd(trainable, torch::optim::SGDOptions(kLearningRate));
+  const torch::Tensor images = Images(kBatch, kChannels, GetParam().image_size, 11);
+  const torch::Tensor labels = torch::randint(kClasses, {kBatch}, torch::kLong);
+  for (int step = 0; step < kSgdSteps && !unchanged.empty(); ++step) {
+    const absl::Status stepped = CallTorch("an SGD step", [&] {
+      sgd.zero_grad();
+      torch::nn::functional::cross_entropy(model.forward(images), labels).backward();
+      sgd.step();
+    });
+    ASSERT_TRUE(stepped.ok()) << stepped;
+    const auto parameters = model.named_parameters();
+    for (auto it = unchanged.begin(); it != unchanged.end();) {
+      it = torch::equal(parameters[it->first], it->second) ? std::next(it) : unchanged.erase(it);
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, initial] : unchanged) names.push_back(name);
+  EXPECT_TRUE(names.empty()) << kSgdSteps << " SGD steps (lr " << kLearningRate
+                             << ", cross entropy) left " << names.size() << " of "
+                             << trainable.size()
+                             << " trainable parameters unchanged: " << absl::StrJoin(names, ", ");
+}
+
+// Floating-point options that torch takes as probabilities, by their name.
+bool IsProbabilityOption(const google::protobuf::FieldDescriptor& field) {
+  using google::protobuf::FieldDescriptor;
+  if (field.is_repeated() || (field.cpp_type() != FieldDescriptor::CPPTYPE_DOUBLE &&
+                              field.cpp_type() != FieldDescriptor::CPPTYPE_FLOAT)) {
+    return false;
+  }
+  const std::string& name = field.name();
+  return name == "dropout" || absl::EndsWith(name, "_dropout") || absl::EndsWith(name, "_prob");
+}
+
+TEST_P(ModelConformanceTest, ProbabilityOptionsOutsideZeroToOneAreRefused) {
+  SKIP_IF_STATE_DICT_ONLY();
+  absl::StatusOr<PluginConfig> base =
+      ConformanceConfig<Model>(GetParam().plugin, GetParam().options);
+  ASSERT_TRUE(base.ok()) << base.status();
+  const google::protobuf::Message* defaults =
+      Registry<Model>::Global().DefaultOptions(GetParam().plugin);
+  ASSERT_NE(defaults, nullptr);
+  std::unique_ptr<google::protobuf::Message> options(defaults->New());
+  ASSERT_TRUE(base->options().UnpackTo(options.get()));
+  const google::protobuf::Descriptor* descriptor = options->GetDescriptor();
+  int checked = 0;
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor& field = *descriptor->field(i);
+    if (!IsProbabilityOption(field)) continue;
+    ++checked;
+    for (double value : {-0.1, 0.0, 1.0, 1.5}) {
+      std::unique_ptr<google::protobuf::Message> changed(options->New());
+      changed->CopyFrom(*options);
+      const google::protobuf::Reflection& reflection = *changed->GetReflection();
+      if (field.cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE) {
+        reflection.SetDouble(changed.get(), &field, value);
+      } else {
+        reflection.SetFloat(changed.get(), &field, static_cast<float>(value));
+      }
+      PluginConfig config = *base;
+      config.mutable_options()->PackFrom(*changed);
+      const absl::Status status = Registry<Model>::Global().Validate(config);
+      const std::string what = absl::StrCat(field.name(), ": ", value);
+      if (value >= 0 && value <= 1) {
+        EXPECT_TRUE(status.ok()) << what << " is a probability, but: " << status;
+      } else {
+        EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument)
+            << what << " is not a probability, yet validating it gave " << status;
+        EXPECT_TRUE(absl::StrContains(status.message(), field.name()))
+            << what << ": the error does not name the field: " << status;
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no dropout or *_prob options";
+}
+
+TEST_P(ModelConformanceTest, StateDictAndParameterCountMatchTorchvision) {
+  const ModelConformanceParams& params = GetParam();
+  if (params.torchvision.empty()) GTEST_SKIP() << "no torchvision counterpart declared";
+  const std::string fixture =
+      absl::StrCat(params.testdata, "/torchvision_", params.torchvision, "_state_dict.txt");
+  BUILD_OR_RETURN(model, kTorchvisionClasses, kChannels);
+  EXPECT_TRUE(StateDictMatchesFixture(model, fixture));
+  absl::StatusOr<int64_t> expected = ReadStateDictParameterCount(fixture);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  int64_t count = 0;
+  for (const torch::Tensor& parameter : model.parameters()) count += parameter.numel();
+  EXPECT_EQ(count, *expected) << "parameters of " << params.torchvision << " at "
+                              << kTorchvisionClasses << " classes (the rest of the state_dict "
+                              << "is buffers, which torchvision's count leaves out)";
+}
+
+TEST_P(ModelConformanceTest, LogitsMatchTorchvisionForTheSameWeights) {
+  const ModelConformanceParams& params = GetParam();
+  if (!params.parity) GTEST_SKIP() << "no torchvision parity fixture";
+  BUILD_OR_RETURN(model, kParityClasses, kChannels);
+  FillDeterministically(model);
+  model.eval();
+  const torch::Tensor expected = ReadLogits(
+      absl::StrCat(params.testdata, "/torchvision_", params.torchvision, "_parity_logits.txt"));
+  ASSERT_TRUE(expected.defined());
+  torch::NoGradGuard no_grad;
+  absl::StatusOr<torch::Tensor> logits = Forward(model, DeterministicInput());
+  ASSERT_TRUE(logits.ok()) << logits.status();
+  ASSERT_EQ(logits->sizes(), expected.sizes());
+  const double tolerance = kParityTolerance * expected.abs().max().item<double>();
+  EXPECT_LE((*logits - expected).abs().max().item<double>(), tolerance)
+      << "C++:\n"
+      << *logits << "\ntorchvision " << params.torchvision << ":\n"
+      << expected;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Models that each break one rule of the model conformance suite,
 // instantiated with it; conformance_self_test checks that exactly the broken
-// rules' tests fail. Each is a small classifier with one thing done wrong.
+// rules' tests fail. Each is a small classifier with one thing done wrong;
+// small_classifier, done right, is there to show the torchvision checks
+// pass where nothing is wrong.
 
 #include <atomic>
 #include <cstdint>
@@ -8,10 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/empty.pb.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/model_conformance.h"
+#include "pipeline/testing/model_conformance_broken.pb.h"
 #include "torch/nn/modules/batchnorm.h"
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/linear.h"
@@ -26,32 +30,68 @@ using google::protobuf::Empty;
 
 constexpr int64_t kWidth = 4;
 
-// conv -> BatchNorm -> ReLU -> global average pool -> fc, keeping every
-// rule; the broken ones override one step.
+// conv -> BatchNorm -> ReLU -> global average pool -> dropout -> fc,
+// keeping every rule; the broken ones override one step or change one thing
+// at construction. tools/fixtures/conformance_small_classifier.py writes its
+// torchvision-style fixtures (pipeline/testing/testdata) from the same
+// network in PyTorch.
 class SmallClassifier : public Model {
  public:
-  explicit SmallClassifier(const ModelContext& context) : in_channels_(context.input_channels) {
-    conv_ = register_module(
-        "conv", torch::nn::Conv2d(
-                    torch::nn::Conv2dOptions(in_channels_, kWidth, 3).padding(1).bias(false)));
-    bn_ = register_module("bn", torch::nn::BatchNorm2d(kWidth));
-    fc_ = register_module("fc", torch::nn::Linear(kWidth, context.num_classes));
-  }
+  explicit SmallClassifier(const ModelContext& context, double dropout = 0)
+      : SmallClassifier(context, Layout{}, dropout) {}
 
   torch::Tensor forward(const torch::Tensor& images) override {
     const torch::Tensor features = Normalize(Convolve(Input(images))).relu();
-    return Logits(fc_(features.mean({2, 3})));
+    return Logits(fc_(torch::dropout(features.mean({2, 3}), dropout_, is_training())));
   }
 
-  std::vector<std::string> head_prefixes() const override { return {"fc."}; }
+  std::vector<std::string> head_prefixes() const override { return {head_ + "."}; }
 
  protected:
+  // What a broken one changes at construction.
+  struct Layout {
+    std::string head = "fc";
+    bool head_bias = true;
+    double batch_norm_eps = 1e-5;
+
+    static Layout HeadNamed(const std::string& name) {
+      Layout layout;
+      layout.head = name;
+      return layout;
+    }
+    static Layout WithoutHeadBias() {
+      Layout layout;
+      layout.head_bias = false;
+      return layout;
+    }
+    static Layout BatchNormEps(double eps) {
+      Layout layout;
+      layout.batch_norm_eps = eps;
+      return layout;
+    }
+  };
+
+  SmallClassifier(const ModelContext& context, const Layout& layout, double dropout = 0)
+      : in_channels_(context.input_channels), head_(layout.head), dropout_(dropout) {
+    conv_ = register_module(
+        "conv", torch::nn::Conv2d(
+                    torch::nn::Conv2dOptions(in_channels_, kWidth, 3).padding(1).bias(false)));
+    bn_ = register_module(
+        "bn",
+        torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(kWidth).eps(layout.batch_norm_eps)));
+    fc_ = register_module(
+        head_, torch::nn::Linear(
+                   torch::nn::LinearOptions(kWidth, context.num_classes).bias(layout.head_bias)));
+  }
+
   virtual torch::Tensor Input(const torch::Tensor& images) { return images; }
   virtual torch::Tensor Convolve(const torch::Tensor& x) { return conv_(x); }
   virtual torch::Tensor Normalize(const torch::Tensor& x) { return bn_(x); }
   virtual torch::Tensor Logits(const torch::Tensor& logits) { return logits; }
 
   const int64_t in_channels_;
+  const std::string head_;
+  const double dropout_;
   torch::nn::Conv2d conv_{nullptr};
   torch::nn::BatchNorm2d bn_{nullptr};
   torch::nn::Linear fc_{nullptr};
@@ -152,6 +192,64 @@ class TakesAnyChannels : public SmallClassifier {
   }
 };
 
+// Calls its head "classifier", where torchvision's has "fc": the state_dict
+// keys differ from torchvision's.
+class MisnamedHead : public SmallClassifier {
+ public:
+  explicit MisnamedHead(const ModelContext& context)
+      : SmallClassifier(context, Layout::HeadNamed("classifier")) {}
+};
+
+// Keeps its head's bias in a buffer: the same state_dict as torchvision's,
+// but fewer parameters, and a bias that never trains.
+class BiasAsBuffer : public SmallClassifier {
+ public:
+  explicit BiasAsBuffer(const ModelContext& context)
+      : SmallClassifier(context, Layout::WithoutHeadBias()) {
+    bias_ = fc_->register_buffer("bias", torch::zeros({context.num_classes}));
+  }
+
+ protected:
+  torch::Tensor Logits(const torch::Tensor& logits) override { return logits + bias_; }
+
+ private:
+  torch::Tensor bias_;
+};
+
+// BatchNorm with eps 1e-3, where torch's default is 1e-5: torchvision's
+// state_dict, other logits.
+class OtherBatchNormEps : public SmallClassifier {
+ public:
+  explicit OtherBatchNormEps(const ModelContext& context)
+      : SmallClassifier(context, Layout::BatchNormEps(1e-3)) {}
+};
+
+// Creates its head's bias not requiring grad: freeze_backbone leaves less
+// than the head trainable.
+class FrozenHeadBias : public SmallClassifier {
+ public:
+  explicit FrozenHeadBias(const ModelContext& context) : SmallClassifier(context) {
+    fc_->bias.set_requires_grad(false);
+  }
+};
+
+// Scales the logits by a parameter clamped to at most 1, starting at 2: its
+// gradient is always a defined zero, so no step ever moves it.
+class ZeroGradientScale : public SmallClassifier {
+ public:
+  explicit ZeroGradientScale(const ModelContext& context) : SmallClassifier(context) {
+    scale_ = register_parameter("scale", torch::full({1}, 2.0));
+  }
+
+ protected:
+  torch::Tensor Logits(const torch::Tensor& logits) override {
+    return logits * scale_.clamp_max(1);
+  }
+
+ private:
+  torch::Tensor scale_;
+};
+
 template <typename T>
 void RegisterModel(const char* name) {
   static const PluginRegistration<Model, Empty> registration(
@@ -159,6 +257,19 @@ void RegisterModel(const char* name) {
       [](const Empty&, const ModelContext& context) -> absl::StatusOr<std::unique_ptr<Model>> {
         return std::make_unique<T>(context);
       });
+}
+
+absl::StatusOr<std::unique_ptr<Model>> CreateSmallClassifier(const SmallClassifierOptions& options,
+                                                             const ModelContext& context) {
+  return std::make_unique<SmallClassifier>(context, options.dropout());
+}
+
+absl::Status ValidateSmallClassifierOptions(const SmallClassifierOptions& options) {
+  if (!(options.dropout() >= 0 && options.dropout() <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dropout: ", options.dropout(), " is not a probability from 0 to 1"));
+  }
+  return absl::OkStatus();
 }
 
 const bool kRegistered = [] {
@@ -171,6 +282,17 @@ const bool kRegistered = [] {
   RegisterModel<UnseededInit>("broken_model_unseeded_init");
   RegisterModel<ReadsMemoryAsContiguous>("broken_model_reads_memory_as_contiguous");
   RegisterModel<TakesAnyChannels>("broken_model_takes_any_channels");
+  RegisterModel<MisnamedHead>("broken_model_misnamed_head");
+  RegisterModel<BiasAsBuffer>("broken_model_bias_as_buffer");
+  RegisterModel<OtherBatchNormEps>("broken_model_other_batch_norm_eps");
+  RegisterModel<FrozenHeadBias>("broken_model_frozen_head_bias");
+  RegisterModel<ZeroGradientScale>("broken_model_zero_gradient_scale");
+  // The same small classifier, with its dropout checked or not.
+  static const PluginRegistration<Model, SmallClassifierOptions> small_classifier(
+      "small_classifier", "keeps every rule", CreateSmallClassifier,
+      ValidateSmallClassifierOptions);
+  static const PluginRegistration<Model, SmallClassifierOptions> accepts_any_dropout(
+      "broken_model_accepts_any_dropout", "broken on purpose", CreateSmallClassifier);
   return true;
 }();
 
@@ -190,6 +312,25 @@ BROKEN_MODEL(broken_model_counted_buffer_name);
 BROKEN_MODEL(broken_model_unseeded_init);
 BROKEN_MODEL(broken_model_reads_memory_as_contiguous);
 BROKEN_MODEL(broken_model_takes_any_channels);
+BROKEN_MODEL(broken_model_frozen_head_bias);
+BROKEN_MODEL(broken_model_zero_gradient_scale);
+BROKEN_MODEL(broken_model_accepts_any_dropout);
+
+// Checked against the fixtures of the PyTorch SmallClassifier, which
+// stands in for a torchvision constructor; small_classifier shows they pass.
+// `parity`: whether its logits are compared too (broken_model_misnamed_head's
+// keys differ, and so would the deterministic weights drawn from them).
+#define BROKEN_MODEL_WITH_FIXTURES(name, parity)                                      \
+  INSTANTIATE_TEST_SUITE_P(                                                           \
+      name, ModelConformanceTest,                                                     \
+      ::testing::Values(ModelConformanceParams{#name, "", 8, "small_classifier",      \
+                                               "pipeline/testing/testdata", parity}), \
+      ModelConformanceTestName)
+
+BROKEN_MODEL_WITH_FIXTURES(small_classifier, true);
+BROKEN_MODEL_WITH_FIXTURES(broken_model_misnamed_head, false);
+BROKEN_MODEL_WITH_FIXTURES(broken_model_bias_as_buffer, true);
+BROKEN_MODEL_WITH_FIXTURES(broken_model_other_batch_norm_eps, true);
 
 }  // namespace
 }  // namespace testing
