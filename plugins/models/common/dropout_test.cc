@@ -16,7 +16,9 @@ TEST(ValidateDropoutTest, AcceptsZeroToOneAndRejectsTheRest) {
   EXPECT_EQ(ValidateDropout(1.5).message(),
             "dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); set 0 "
             "to disable dropout");
-  EXPECT_FALSE(ValidateDropout(-0.1).ok());
+  EXPECT_EQ(ValidateDropout(-0.25).message(),
+            "dropout: -0.25 is not a probability from 0 to 1 (torch.nn.Dropout's range); set 0 "
+            "to disable dropout");
   EXPECT_FALSE(ValidateDropout(std::nan("")).ok());
 }
 

@@ -1,8 +1,11 @@
-#include <algorithm>
+// The state_dict and logits against torchvision's (widths 1 and 0.5),
+// classes and channels from the context, the forward pass and the dropout
+// option's range are the model conformance suite's (conformance_test in
+// BUILD).
+
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -10,15 +13,11 @@
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/model_test_util.h"
-#include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "torch/utils.h"
 
 namespace pipeline {
 namespace {
-
-constexpr char kTestdata[] = "plugins/models/mobilenet_v2/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV2(const std::string& options,
                                                        const ModelContext& context) {
@@ -29,70 +28,7 @@ absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV2(const std::string& option
       context);
 }
 
-using testing::DeterministicInput;
-using testing::FillDeterministically;
 using testing::ParameterShape;
-using testing::ReadLogits;
-
-TEST(MobileNetV2Test, StateDictMatchesTorchvision) {
-  auto model = MakeMobileNetV2("", ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(testing::StateDictMatchesFixture(
-      **model, absl::StrCat(kTestdata, "torchvision_mobilenet_v2_state_dict.txt")));
-}
-
-struct ParityCase {
-  std::string options;
-  std::string fixture;
-};
-
-// Names the case in failure messages, rather than dumping its bytes.
-void PrintTo(const ParityCase& parity_case, std::ostream* out) { *out << parity_case.fixture; }
-
-class MobileNetV2ParityTest : public ::testing::TestWithParam<ParityCase> {};
-
-TEST_P(MobileNetV2ParityTest, LogitsMatchTorchvisionForTheSameWeights) {
-  auto model = MakeMobileNetV2(GetParam().options, ModelContext{10, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  FillDeterministically(**model);
-  (*model)->eval();
-  const torch::Tensor expected = ReadLogits(absl::StrCat(kTestdata, GetParam().fixture));
-  ASSERT_TRUE(expected.defined());
-  torch::NoGradGuard no_grad;
-  const torch::Tensor logits = (*model)->forward(DeterministicInput());
-  ASSERT_EQ(logits.sizes(), expected.sizes());
-  // The same kernels run on both sides, so the logits agree to the last bit
-  // here; the tolerance leaves room for another CPU or thread count.
-  const double tolerance = 2e-5 * expected.abs().max().item<double>();
-  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
-      << "C++:\n"
-      << logits << "\ntorchvision:\n"
-      << expected;
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Widths, MobileNetV2ParityTest,
-    ::testing::Values(ParityCase{"", "torchvision_mobilenet_v2_parity_logits.txt"},
-                      ParityCase{"width_multiplier: 0.5",
-                                 "torchvision_mobilenet_v2_width_mult_0.5_parity_logits.txt"}),
-    [](const ::testing::TestParamInfo<ParityCase>& info) {
-      return info.index == 0 ? std::string("Width1") : std::string("Width0_5");
-    });
-
-TEST(MobileNetV2Test, TakesClassesAndChannelsFromTheContext) {
-  auto model = MakeMobileNetV2("", ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "classifier.1.weight"), (std::vector<int64_t>{2, 1280}));
-  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{32, 3, 3, 3}));
-}
-
-TEST(MobileNetV2Test, ForwardGivesOneLogitPerClass) {
-  auto model = MakeMobileNetV2("", ModelContext{/*num_classes=*/10, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 64, 64}));
-  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
-  EXPECT_TRUE(logits.isfinite().all().item<bool>());
-}
 
 TEST(MobileNetV2Test, WidthMultiplierRoundsChannelsLikeTorchvision) {
   // 0.5: 32 -> 16 stem channels, 320 -> 160 before the head, which keeps its
@@ -156,17 +92,6 @@ TEST(MobileNetV2Test, RejectsAWidthMultiplierThatIsNotPositive) {
   EXPECT_EQ(MakeMobileNetV2("width_multiplier: -0.5", ModelContext{10, 3}).status().message(),
             "options: width_multiplier: -0.5 is not a positive factor; set one such as 0.5, 1.0 "
             "or 1.4");
-}
-
-TEST(MobileNetV2Test, RejectsADropoutThatIsNotAProbability) {
-  auto model = MakeMobileNetV2("dropout: 1.5", ModelContext{10, 3});
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(model.status().message(),
-            "options: dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
-            "set 0 to disable dropout");
-  EXPECT_EQ(MakeMobileNetV2("dropout: -0.1", ModelContext{10, 3}).status().message(),
-            "options: dropout: -0.1 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
-            "set 0 to disable dropout");
 }
 
 }  // namespace

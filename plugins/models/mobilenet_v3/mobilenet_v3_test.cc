@@ -1,8 +1,10 @@
-#include <algorithm>
+// The state_dict and logits of both variants against torchvision's, classes
+// and channels from the context, the forward pass and the dropout option's
+// range are the model conformance suite's (conformance_test in BUILD).
+
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -11,16 +13,12 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/model_test_util.h"
-#include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "torch/nn/modules/batchnorm.h"
 #include "torch/utils.h"
 
 namespace pipeline {
 namespace {
-
-constexpr char kTestdata[] = "plugins/models/mobilenet_v3/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV3(const std::string& options,
                                                        const ModelContext& context) {
@@ -31,67 +29,7 @@ absl::StatusOr<std::unique_ptr<Model>> MakeMobileNetV3(const std::string& option
       context);
 }
 
-using testing::DeterministicInput;
-using testing::FillDeterministically;
 using testing::ParameterShape;
-using testing::ReadLogits;
-
-// A variant as the options name it, and torchvision's constructor for it.
-struct Variant {
-  std::string option;
-  std::string torchvision_name;
-};
-
-// Names the variant in failure messages, rather than dumping its bytes.
-void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.option; }
-
-class MobileNetV3VariantTest : public ::testing::TestWithParam<Variant> {};
-
-TEST_P(MobileNetV3VariantTest, StateDictMatchesTorchvision) {
-  auto model = MakeMobileNetV3(
-      absl::StrCat("variant: ", GetParam().option), ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(testing::StateDictMatchesFixture(
-      **model,
-      absl::StrCat(kTestdata, "torchvision_", GetParam().torchvision_name, "_state_dict.txt")));
-}
-
-TEST_P(MobileNetV3VariantTest, LogitsMatchTorchvisionForTheSameWeights) {
-  auto model = MakeMobileNetV3(
-      absl::StrCat("variant: ", GetParam().option), ModelContext{10, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  FillDeterministically(**model);
-  (*model)->eval();
-  const torch::Tensor expected = ReadLogits(
-      absl::StrCat(kTestdata, "torchvision_", GetParam().torchvision_name, "_parity_logits.txt"));
-  ASSERT_TRUE(expected.defined());
-  torch::NoGradGuard no_grad;
-  const torch::Tensor logits = (*model)->forward(DeterministicInput());
-  ASSERT_EQ(logits.sizes(), expected.sizes());
-  // The same kernels run on both sides, so the logits agree to the last bit
-  // here; the tolerance leaves room for another CPU or thread count.
-  const double tolerance = 2e-5 * expected.abs().max().item<double>();
-  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
-      << "C++:\n"
-      << logits << "\ntorchvision:\n"
-      << expected;
-}
-
-TEST_P(MobileNetV3VariantTest, ForwardGivesOneLogitPerClass) {
-  auto model = MakeMobileNetV3(absl::StrCat("variant: ", GetParam().option),
-                               ModelContext{/*num_classes=*/10, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 64, 64}));
-  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
-  EXPECT_TRUE(logits.isfinite().all().item<bool>());
-}
-
-INSTANTIATE_TEST_SUITE_P(Variants, MobileNetV3VariantTest,
-                         ::testing::Values(Variant{"LARGE", "mobilenet_v3_large"},
-                                           Variant{"SMALL", "mobilenet_v3_small"}),
-                         [](const ::testing::TestParamInfo<Variant>& info) {
-                           return info.param.option;
-                         });
 
 TEST(MobileNetV3Test, DefaultsToLarge) {
   auto model = MakeMobileNetV3("", ModelContext{10, 3});
@@ -99,14 +37,6 @@ TEST(MobileNetV3Test, DefaultsToLarge) {
   EXPECT_EQ(ParameterShape(**model, "classifier.0.weight"), (std::vector<int64_t>{1280, 960}));
   EXPECT_EQ(ParameterShape(**model, "features.16.0.weight"),
             (std::vector<int64_t>{960, 160, 1, 1}));
-}
-
-TEST(MobileNetV3Test, TakesClassesAndChannelsFromTheContext) {
-  auto model = MakeMobileNetV3("variant: SMALL", ModelContext{/*num_classes=*/2,
-                                                              /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "classifier.3.weight"), (std::vector<int64_t>{2, 1024}));
-  EXPECT_EQ(ParameterShape(**model, "features.0.0.weight"), (std::vector<int64_t>{16, 3, 3, 3}));
 }
 
 TEST(MobileNetV3Test, WidthMultiplierScalesEveryLayerAndTheClassifier) {
@@ -170,14 +100,6 @@ TEST(MobileNetV3Test, RejectsAWidthMultiplierThatIsNotPositive) {
   EXPECT_EQ(model.status().message(),
             "options: width_multiplier: 0 is not a positive factor; set one such as 0.75, 1.0 "
             "or 1.25");
-}
-
-TEST(MobileNetV3Test, RejectsADropoutThatIsNotAProbability) {
-  auto model = MakeMobileNetV3("dropout: 2", ModelContext{10, 3});
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(model.status().message(),
-            "options: dropout: 2 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
-            "set 0 to disable dropout");
 }
 
 }  // namespace

@@ -1,3 +1,7 @@
+// The state_dict of every depth against torchvision's, classes and channels
+// from the context and the forward pass are the model conformance suite's
+// (conformance_test in BUILD).
+
 #include <cmath>
 #include <memory>
 #include <ostream>
@@ -10,19 +14,12 @@
 #include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "torch/nn/modules/container/sequential.h"
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/linear.h"
 
 namespace pipeline {
 namespace {
-
-// Written by tools/fixtures/torchvision_state_dict_keys.py; the path is
-// relative to the runfiles root, the test's working directory.
-std::string FixturePath(const std::string& model_name) {
-  return absl::StrCat("plugins/models/resnet/testdata/torchvision_", model_name, "_state_dict.txt");
-}
 
 absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
                                                   const ModelContext& context) {
@@ -33,35 +30,6 @@ absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
 }
 
 using testing::ParameterShape;
-
-class ResNetDepthTest : public ::testing::TestWithParam<int> {};
-
-TEST_P(ResNetDepthTest, StateDictMatchesTorchvision) {
-  auto model = MakeResNet(absl::StrCat("depth: ", GetParam()), ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(
-      testing::StateDictMatchesFixture(**model, FixturePath(absl::StrCat("resnet", GetParam()))));
-}
-
-INSTANTIATE_TEST_SUITE_P(AllDepths, ResNetDepthTest, ::testing::Values(18, 34, 50, 101),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return absl::StrCat("ResNet", info.param);
-                         });
-
-TEST(ResNetTest, TakesClassesAndChannelsFromTheContext) {
-  auto model = MakeResNet("", ModelContext{/*num_classes=*/2, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_EQ(ParameterShape(**model, "fc.weight"), (std::vector<int64_t>{2, 512}));
-  EXPECT_EQ(ParameterShape(**model, "conv1.weight"), (std::vector<int64_t>{64, 3, 7, 7}));
-}
-
-TEST(ResNetTest, ForwardGivesOneLogitPerClass) {
-  auto model = MakeResNet("depth: 18", ModelContext{/*num_classes=*/10, /*input_channels=*/3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  const torch::Tensor logits = (*model)->forward(torch::randn({2, 3, 64, 64}));
-  EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{2, 10}));
-  EXPECT_TRUE(logits.isfinite().all().item<bool>());
-}
 
 TEST(ResNetTest, ConvolutionsUseKaimingNormalFanOut) {
   auto model = MakeResNet("depth: 18", ModelContext{10, 3});
@@ -135,12 +103,13 @@ TEST_P(ResNetStemTest, KeepsTheResolutionItPromises) {
   EXPECT_TRUE(torch::equal((*model)->forward(images), expected));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllStems, ResNetStemTest,
-    ::testing::Values(StemCase{"IMAGENET", {64, 1, 7, 7}, true, 7},
-                      StemCase{"SMALL_IMAGE", {64, 1, 3, 3}, true, 14},
-                      StemCase{"CIFAR", {64, 1, 3, 3}, false, 28}),
-    [](const ::testing::TestParamInfo<StemCase>& info) { return std::string(info.param.stem); });
+INSTANTIATE_TEST_SUITE_P(AllStems, ResNetStemTest,
+                         ::testing::Values(StemCase{"IMAGENET", {64, 1, 7, 7}, true, 7},
+                                           StemCase{"SMALL_IMAGE", {64, 1, 3, 3}, true, 14},
+                                           StemCase{"CIFAR", {64, 1, 3, 3}, false, 28}),
+                         [](const ::testing::TestParamInfo<StemCase>& info) {
+                           return std::string(info.param.stem);
+                         });
 
 TEST(ResNetTest, RejectsADepthWithoutAnArchitecture) {
   auto model = MakeResNet("depth: 20", ModelContext{10, 3});

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "gtest/gtest.h"
 #include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/weights/build_model.h"
 #include "pipeline/weights/pretrained.h"
@@ -33,9 +33,9 @@ absl::StatusOr<std::unique_ptr<Model>> BuildSmallCnn(const std::string& model_fi
                                                      std::ostream* log = nullptr,
                                                      int64_t num_classes = 3) {
   ModelConfig config;
-  const std::string text = absl::StrCat(
-      "name: \"small_cnn\" ", model_fields,
-      " options { [type.googleapis.com/pipeline.SmallCnnOptions] { ", options, " } }");
+  const std::string text =
+      absl::StrCat("name: \"small_cnn\" ", model_fields,
+                   " options { [type.googleapis.com/pipeline.SmallCnnOptions] { ", options, " } }");
   if (!google::protobuf::TextFormat::ParseFromString(text, &config)) {
     return absl::InvalidArgumentError("unparsable test config: " + text);
   }
@@ -114,8 +114,8 @@ TEST(SmallCnnPretrainedTest, FreezeBackboneLeavesOnlyTheHeadTrainable) {
 }
 
 TEST(SmallCnnPretrainedTest, AnotherWidthIsAnErrorNamingTheFile) {
-  auto model = BuildSmallCnn(absl::StrCat("weights: \"", Fixture("state_dict"), "\""),
-                             "width: 8 stages: 2");
+  auto model =
+      BuildSmallCnn(absl::StrCat("weights: \"", Fixture("state_dict"), "\""), "width: 8 stages: 2");
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(model.status().message(),
               HasSubstr(absl::StrCat("model.weights: ", Fixture("state_dict"),
@@ -127,9 +127,8 @@ TEST(SmallCnnPretrainedTest, AnotherWidthIsAnErrorNamingTheFile) {
 TEST(SmallCnnPretrainedTest, WrongDtypeIsAnErrorNamingTheFile) {
   auto model = MakeSmallCnn(absl::StrCat("weights: \"", Fixture("double"), "\""));
   ASSERT_FALSE(model.ok());
-  EXPECT_THAT(model.status().message(),
-              HasSubstr(absl::StrCat("model.weights: ", Fixture("double"),
-                                     " does not fit this model")));
+  EXPECT_THAT(model.status().message(), HasSubstr(absl::StrCat("model.weights: ", Fixture("double"),
+                                                               " does not fit this model")));
   EXPECT_THAT(model.status().message(),
               HasSubstr("dtypes differ: stages.0.conv.weight (file Double, model Float)"));
 }
