@@ -42,12 +42,15 @@ CUDA_PACKAGES=(
 # PyTorch 2.6 itself, for the bench's torch2 rows (tools/bench_torch2.py):
 # the CUDA build's Python module (it runs its CPU kernels without a GPU) and
 # torchvision; torch.compile's inductor compiles C++ against Python.h with
-# g++ and needs setuptools.
+# g++ and needs setuptools. Hugging Face's safetensors (0.5.2), which writes
+# the safetensors fixture (tools/fixtures/safetensors_weights.py) and checks
+# what export_weights writes; Debian 12 has no package of it.
 PYTHON_PACKAGES=(
   python3-torch-cuda python3-torchvision python3-setuptools python3-dev
+  python3-safetensors
 )
 # Bump when the package sets change: the next run installs what is missing.
-SETUP_VERSION=5
+SETUP_VERSION=6
 
 die() { echo "debian13.sh: $*" >&2; exit 2; }
 

@@ -31,6 +31,7 @@
 #include "pipeline/trainer/trainer.h"
 #include "pipeline/weights/build_model.h"
 #include "pipeline/weights/restore.h"
+#include "pipeline/weights/safetensors.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "torch/csrc/autograd/grad_mode.h"
 #include "torch/optim/sgd.h"
@@ -276,6 +277,52 @@ TEST_F(PredictTest, ExportedWeightsReadBackAndStartAModelThatGivesTheSameLogits)
   torch::NoGradGuard no_grad;
   const torch::Tensor images = torch::randn({4, 1, 28, 28});
   EXPECT_TRUE((*reloaded)->forward(images).equal(restored->model->forward(images)));
+}
+
+TEST_F(PredictTest, ExportedSafetensorsHoldTheSameTensorsAndStartTheSameModel) {
+  const std::string pt = root_ + "/exported.pt";
+  const std::string safetensors = root_ + "/exported.safetensors";
+  const std::string export_weights = "tools/export_weights --checkpoint=" + checkpoint_;
+  ASSERT_EQ(RunCommand(absl::StrCat(export_weights, " --output=", pt)).exit_code, 0);
+  const Result result =
+      RunCommand(absl::StrCat(export_weights, " --format=safetensors --output=", safetensors));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr(absl::StrCat("wrote 14 tensors of model \"small_cnn\" "
+                                                 "(epoch 2, 4 classes) to ",
+                                                 safetensors)));
+  auto expected = ReadStateDict(pt);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  auto contents = ReadSafetensors(safetensors);
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  EXPECT_EQ(contents->metadata, (SafetensorsMetadata{{"format", "pt"}}));
+  ASSERT_EQ(contents->tensors.size(), expected->size());
+  for (const auto& [name, tensor] : *expected) {
+    const auto it = std::find_if(contents->tensors.begin(), contents->tensors.end(),
+                                 [&](const auto& entry) { return entry.first == name; });
+    ASSERT_NE(it, contents->tensors.end()) << name;
+    EXPECT_EQ(it->second.scalar_type(), tensor.scalar_type()) << name;
+    EXPECT_TRUE(it->second.equal(tensor)) << name;
+  }
+
+  auto restored = RestoreModel(checkpoint_);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  ModelConfig model;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      absl::StrCat("name: \"small_cnn\" options { [type.googleapis.com/pipeline.SmallCnnOptions] "
+                   "{ width: 8 } } weights: \"",
+                   safetensors, "\""),
+      &model));
+  auto reloaded = BuildModel(model, {4, 1});
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  (*reloaded)->eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor images = torch::randn({4, 1, 28, 28});
+  EXPECT_TRUE((*reloaded)->forward(images).equal(restored->model->forward(images)));
+
+  const Result bad =
+      RunCommand(absl::StrCat(export_weights, " --format=onnx --output=", root_, "/x.onnx"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--format: \"onnx\" is neither pt nor safetensors"));
 }
 
 TEST_F(PredictTest, FineTuningWithAFrozenBackboneChangesOnlyTheHead) {

@@ -1,6 +1,7 @@
 #include "pipeline/weights/build_model.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,6 +15,7 @@
 #include "pipeline/registry/registry.h"
 #include "pipeline/testing/temp_path.h"
 #include "pipeline/weights/pretrained.h"
+#include "pipeline/weights/safetensors.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "pipeline/testing/tiny_models.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -166,6 +168,48 @@ TEST(BuildModelTest, LoadsTheWeightsAndFreezesTheBackbone) {
     EXPECT_TRUE(loaded[i].second.equal((*file)[i].second)) << loaded[i].first;
   }
   EXPECT_EQ(TrainableParameters(**model).size(), 2u);
+}
+
+TEST(BuildModelTest, LoadsSafetensorsWeightsInFloat32AndBfloat16) {
+  const std::string pt = WriteWeights("tiny_for_safetensors.pt");
+  auto file = ReadStateDict(pt);
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (const bool bfloat16 : {false, true}) {
+    SCOPED_TRACE(bfloat16 ? "BF16" : "F32");
+    NamedTensors tensors = *file;
+    for (auto& [name, tensor] : tensors) {
+      if (bfloat16 && tensor.is_floating_point()) tensor = tensor.to(torch::kBFloat16);
+    }
+    const std::string path =
+        testing::TempPath(bfloat16 ? "tiny_bf16.safetensors" : "tiny.safetensors");
+    ASSERT_TRUE(WriteSafetensors(path, tensors).ok());
+    std::ostringstream log;
+    ModelInputs inputs = Data(3, 1);
+    inputs.log = &log;
+    auto model = BuildModel(
+        Config(absl::StrCat("name: \"build_model_test_net\" weights: \"", path, "\"")), inputs);
+    ASSERT_TRUE(model.ok()) << model.status();
+    EXPECT_THAT(log.str(), StartsWith(absl::StrCat("weights: loaded 9 of 9 tensors from ", path)));
+    EXPECT_EQ(log.str().find("converted 8 tensors from BFloat16 to Float") != std::string::npos,
+              bfloat16);
+    for (const auto& [name, tensor] : StateDictOf(**model)) {
+      for (const auto& [file_name, expected] : tensors) {
+        if (file_name == name) {
+          EXPECT_TRUE(tensor.equal(expected.to(tensor.scalar_type()))) << name;
+        }
+      }
+    }
+  }
+  // A damaged file is an error of the field, naming the file and what is wrong.
+  const std::string broken = testing::TempPath("broken.safetensors");
+  std::ofstream(broken, std::ios::binary) << std::string("\x08\0\0\0\0\0\0\0{\"a\": 1}", 16);
+  auto model = BuildModel(
+      Config(absl::StrCat("name: \"build_model_test_net\" weights: \"", broken, "\"")),
+      Data(3, 1));
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()),
+              StartsWith(absl::StrCat("model.weights: ", broken, ": header: tensor \"a\": is a "
+                                      "number, not an object")));
 }
 
 TEST(BuildModelTest, AnotherNumberOfClassesKeepsTheFreshHead) {

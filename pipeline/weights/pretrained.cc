@@ -33,6 +33,15 @@ std::string Listed(const std::vector<std::string>& items) {
   return text;
 }
 
+// Whether every value of `file` is exactly a value of `model`: float16 and
+// bfloat16 files (how weights are often published) into a float32 or
+// float64 model. Anything that could round, float64 into float32 among
+// them, stays an error.
+bool Widens(torch::ScalarType file, torch::ScalarType model) {
+  return (file == torch::kHalf || file == torch::kBFloat16) &&
+         (model == torch::kFloat || model == torch::kDouble);
+}
+
 // The model's state_dict: parameters and buffers by name.
 std::vector<std::pair<std::string, torch::Tensor>> ModelTensors(Model& model) {
   std::vector<std::pair<std::string, torch::Tensor>> tensors;
@@ -69,6 +78,7 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
   const std::vector<std::string> head = model.head_prefixes();
 
   std::vector<std::string> missing, mismatched, wrong_dtype, skipped;
+  std::map<std::string, int> widened;  // "Half to Float" -> tensors
   std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
   const auto model_tensors = ModelTensors(model);
   for (const auto& [name, target] : model_tensors) {
@@ -86,9 +96,13 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
       continue;
     }
     if (loaded.scalar_type() != target.scalar_type()) {
-      wrong_dtype.push_back(absl::StrCat(name, " (file ", c10::toString(loaded.scalar_type()),
-                                         ", model ", c10::toString(target.scalar_type()), ")"));
-      continue;
+      if (!Widens(loaded.scalar_type(), target.scalar_type())) {
+        wrong_dtype.push_back(absl::StrCat(name, " (file ", c10::toString(loaded.scalar_type()),
+                                           ", model ", c10::toString(target.scalar_type()), ")"));
+        continue;
+      }
+      ++widened[absl::StrCat(c10::toString(loaded.scalar_type()), " to ",
+                             c10::toString(target.scalar_type()))];
     }
     copies.emplace_back(target, &loaded);
   }
@@ -124,6 +138,10 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
   if (log) {
     *log << "weights: loaded " << copies.size() << " of " << model_tensors.size()
          << " tensors from " << source << "\n";
+    for (const auto& [conversion, count] : widened) {
+      *log << "weights: converted " << count << (count == 1 ? " tensor" : " tensors") << " from "
+           << conversion << ", which holds every value exactly\n";
+    }
     if (!skipped.empty()) {
       *log << "weights: kept the fresh initialisation of " << absl::StrJoin(skipped, ", ")
            << ": the classifier head's shape differs from the file's (another number of "

@@ -112,6 +112,29 @@ TEST(LoadStateDictTest, AWrongDtypeIsAnError) {
             "dtypes differ: bn.weight (file Double, model Float)");
 }
 
+// As PyTorch's load_state_dict copies a float16 tensor into a float32
+// parameter; only conversions that hold every value exactly are taken.
+TEST(LoadStateDictTest, Float16AndBfloat16FillFloat32ExactlyAndAreLogged) {
+  NamedTensors source = SourceWeights(3);
+  NamedTensors narrow = source;
+  for (auto& [name, tensor] : narrow) {
+    if (name == "conv.weight" || name == "bn.weight") tensor = tensor.to(torch::kHalf);
+    if (name == "fc.weight") tensor = tensor.to(torch::kBFloat16);
+  }
+  TinyNet model(3);
+  std::ostringstream log;
+  ASSERT_TRUE(LoadStateDict(model, narrow, "half.safetensors", &log).ok());
+  for (const auto& [name, tensor] : StateOf(model)) {
+    EXPECT_EQ(tensor.scalar_type(), Get(source, name).scalar_type()) << name;
+    EXPECT_TRUE(tensor.equal(Get(narrow, name).to(tensor.scalar_type()))) << name;
+  }
+  EXPECT_EQ(log.str(),
+            "weights: loaded 9 of 9 tensors from half.safetensors\n"
+            "weights: converted 1 tensor from BFloat16 to Float, which holds every value "
+            "exactly\n"
+            "weights: converted 2 tensors from Half to Float, which holds every value exactly\n");
+}
+
 TEST(FreezeBackboneTest, FrozenParametersStayBitIdenticalThroughOptimizerSteps) {
   torch::manual_seed(0);
   TinyNet model(3);

@@ -12,6 +12,7 @@
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "pipeline/weights/pickle_object.h"
+#include "pipeline/weights/safetensors.h"
 #include "pipeline/weights/unpickler.h"
 #include "torch/serialize.h"
 
@@ -135,6 +136,10 @@ absl::StatusOr<NamedTensors> ReadTorchSaveStateDict(const std::string& path) {
 }
 
 absl::StatusOr<NamedTensors> ReadStateDict(const std::string& path) {
+  if (IsSafetensorsFile(path)) {
+    ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensors(path));
+    return std::move(contents.tensors);
+  }
   bool checkpoint = false;
   {
     ASSIGN_OR_RETURN(auto archive, OpenArchive(path));

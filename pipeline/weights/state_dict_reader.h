@@ -10,11 +10,12 @@
 //    tensor data with caffe2's PyTorchStreamReader;
 //  - torch.save(dict(...)), and a dict holding the state dict under
 //    "state_dict" or "model" (the usual training-script checkpoint);
-//  - a checkpoint written by the trainer (checkpoint_epoch_N.pt).
+//  - a checkpoint written by the trainer (checkpoint_epoch_N.pt);
+//  - a safetensors file (safetensors.h), told apart by its content.
 //
 // Nothing is executed from the file: only the globals a state dict needs
 // (tensor rebuilding, storage types, OrderedDict) are understood, anything
-// else is an error.
+// else is an error; safetensors has no code to run at all.
 
 #include <string>
 #include <utility>
@@ -30,7 +31,8 @@ using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
 
 // The state dict in `path`, or an error naming `path` and what is wrong:
 // not a zip archive, truncated, a pickle that is not a state dict, or a
-// tensor whose storage is too short.
+// tensor whose storage is too short. Safetensors files (IsSafetensorsFile)
+// go to ReadSafetensors; their tensors keep the file's dtypes.
 absl::StatusOr<NamedTensors> ReadStateDict(const std::string& path);
 
 // Only the torch.save format (no project checkpoints); `path` is used in

@@ -24,6 +24,7 @@
 #include "pipeline/image/image_codec.h"
 #include "pipeline/image/libpng_writer.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/weights/safetensors.h"
 #include "pipeline/weights/state_dict_reader.h"
 #include "torch/nn/modules/linear.h"
 #include "torch/optim/sgd.h"
@@ -153,6 +154,31 @@ void WeightsSeeds(const fs::path& dir) {
   Write(dir / "empty_zip.pt", std::string("PK\x05\x06", 4) + std::string(18, '\0'));
 }
 
+// Every dtype the reader takes, metadata, an empty tensor; then the same
+// cut short, and a header alone.
+void SafetensorsSeeds(const fs::path& dir) {
+  const NamedTensors tensors = {
+      {"conv.weight", torch::arange(8, torch::kFloat).reshape({2, 1, 2, 2}) / 4},
+      {"bn.num_batches_tracked", torch::tensor(int64_t{5})},
+      {"bn.running_var", torch::tensor({0.5, 2.0}).to(torch::kHalf)},
+      {"fc.bias", torch::tensor({1.5, -3.0}).to(torch::kBFloat16)},
+      {"scale", torch::tensor({0.25}, torch::kDouble)},
+      {"index", torch::tensor({-1, 2}, torch::kInt)},
+      {"mask", torch::tensor({true, false})},
+      {"pixels", torch::tensor({0, 255}).to(torch::kByte)},
+      {"empty", torch::zeros({0, 3})},
+  };
+  auto bytes = SafetensorsBytes(tensors, {{"format", "pt"}, {"note", "seed \u00e9"}});
+  if (!bytes.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(bytes.status().message()).c_str());
+    std::exit(1);
+  }
+  Write(dir / "mixed.safetensors", *bytes);
+  Write(dir / "mixed_truncated.safetensors", bytes->substr(0, bytes->size() - 5));
+  auto single = SafetensorsBytes({{"w", torch::ones({2, 2})}}, {});
+  Write(dir / "single_f32.safetensors", *single);
+}
+
 }  // namespace
 }  // namespace pipeline
 
@@ -165,5 +191,6 @@ int main(int argc, char** argv) {
   pipeline::IdxSeeds(corpus / "idx_reader");
   pipeline::ImageSeeds(corpus / "image_codec");
   pipeline::WeightsSeeds(corpus / "state_dict_reader");
+  pipeline::SafetensorsSeeds(corpus / "safetensors_reader");
   return 0;
 }
