@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -9,19 +10,22 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/model_test_util.h"
+#include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/testing/state_dict_fixture.h"
 #include "torch/nn/modules/container/sequential.h"
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/linear.h"
+#include "torch/utils.h"
 
 namespace pipeline {
 namespace {
 
-// Written by tools/fixtures/torchvision_state_dict_keys.py; the path is
-// relative to the runfiles root, the test's working directory.
-std::string FixturePath(const std::string& model_name) {
-  return absl::StrCat("plugins/models/resnet/testdata/torchvision_", model_name, "_state_dict.txt");
+// Written by tools/fixtures/torchvision_state_dict_keys.py and
+// torchvision_parity_logits.py; the path is relative to the runfiles root,
+// the test's working directory.
+std::string FixturePath(const std::string& model_name, const std::string& kind) {
+  return absl::StrCat("plugins/models/resnet/testdata/torchvision_", model_name, "_", kind, ".txt");
 }
 
 absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
@@ -32,21 +36,79 @@ absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
       context);
 }
 
+using testing::DeterministicInput;
+using testing::FillDeterministically;
 using testing::ParameterShape;
+using testing::ReadLogits;
 
-class ResNetDepthTest : public ::testing::TestWithParam<int> {};
+// One of torchvision's constructors and the options that build it.
+struct TorchvisionVariant {
+  const char* constructor;  // torchvision.models.<constructor>
+  const char* options;
+  // Of its 1000-class model: the num_params of its ImageNet weights' meta.
+  int64_t parameters;
+};
 
-TEST_P(ResNetDepthTest, StateDictMatchesTorchvision) {
-  auto model = MakeResNet(absl::StrCat("depth: ", GetParam()), ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(
-      testing::StateDictMatchesFixture(**model, FixturePath(absl::StrCat("resnet", GetParam()))));
+// Names the variant in a failure message instead of the struct's bytes.
+void PrintTo(const TorchvisionVariant& variant, std::ostream* os) { *os << variant.constructor; }
+
+int64_t ParameterCount(const Model& model) {
+  int64_t count = 0;
+  for (const torch::Tensor& parameter : model.parameters()) count += parameter.numel();
+  return count;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDepths, ResNetDepthTest, ::testing::Values(18, 34, 50, 101),
-                         [](const ::testing::TestParamInfo<int>& info) {
-                           return absl::StrCat("ResNet", info.param);
-                         });
+class ResNetVariantTest : public ::testing::TestWithParam<TorchvisionVariant> {};
+
+TEST_P(ResNetVariantTest, StateDictMatchesTorchvision) {
+  const TorchvisionVariant& variant = GetParam();
+  auto model = MakeResNet(variant.options, ModelContext{1000, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(
+      testing::StateDictMatchesFixture(**model, FixturePath(variant.constructor, "state_dict")));
+  EXPECT_EQ(ParameterCount(**model), variant.parameters);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllVariants, ResNetVariantTest,
+    ::testing::Values(
+        TorchvisionVariant{"resnet18", "depth: 18", 11689512},
+        TorchvisionVariant{"resnet34", "depth: 34", 21797672},
+        TorchvisionVariant{"resnet50", "depth: 50", 25557032},
+        TorchvisionVariant{"resnet101", "depth: 101", 44549160},
+        TorchvisionVariant{"resnet152", "depth: 152", 60192808},
+        TorchvisionVariant{"resnext50_32x4d", "depth: 50 groups: 32 width_per_group: 4", 25028904},
+        TorchvisionVariant{"resnext101_32x8d", "depth: 101 groups: 32 width_per_group: 8",
+                           88791336},
+        TorchvisionVariant{"resnext101_64x4d", "depth: 101 groups: 64 width_per_group: 4",
+                           83455272},
+        TorchvisionVariant{"wide_resnet50_2", "depth: 50 width_per_group: 128", 68883240},
+        TorchvisionVariant{"wide_resnet101_2", "depth: 101 width_per_group: 128", 126886696}),
+    [](const ::testing::TestParamInfo<TorchvisionVariant>& info) {
+      return std::string(info.param.constructor);
+    });
+
+// On the smallest ResNeXt, whose grouped convolutions a state_dict cannot
+// show (only their weights' shapes); its Bottlenecks, stem and head are
+// every ResNet's.
+TEST(ResNetTest, LogitsMatchTorchvisionForTheSameWeights) {
+  auto model = MakeResNet("depth: 50 groups: 32 width_per_group: 4", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  FillDeterministically(**model);
+  (*model)->eval();
+  const torch::Tensor expected = ReadLogits(FixturePath("resnext50_32x4d", "parity_logits"));
+  ASSERT_TRUE(expected.defined());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor logits = (*model)->forward(DeterministicInput());
+  ASSERT_EQ(logits.sizes(), expected.sizes());
+  // The same kernels run on both sides, so the logits agree to the last bit
+  // here; the tolerance leaves room for another CPU or thread count.
+  const double tolerance = 2e-5 * expected.abs().max().item<double>();
+  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
+      << "C++:\n"
+      << logits << "\ntorchvision:\n"
+      << expected;
+}
 
 TEST(ResNetTest, TakesClassesAndChannelsFromTheContext) {
   auto model = MakeResNet("", ModelContext{/*num_classes=*/2, /*input_channels=*/3});
@@ -146,7 +208,34 @@ TEST(ResNetTest, RejectsADepthWithoutAnArchitecture) {
   auto model = MakeResNet("depth: 20", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "options: depth: 20 is not a ResNet depth; choose 18, 34, 50 or 101");
+            "options: depth: 20 is not a ResNet depth; choose 18, 34, 50, 101 or 152");
+}
+
+TEST(ResNetTest, RejectsGroupsOrWidthForBasicBlocks) {
+  // torchvision's BasicBlock raises for either.
+  auto grouped = MakeResNet("depth: 18 groups: 32 width_per_group: 4", ModelContext{10, 3});
+  EXPECT_EQ(grouped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(grouped.status().message(),
+            "options: groups: 32 and width_per_group: 4 need a Bottleneck depth (50, 101 or "
+            "152); depth: 18 has BasicBlocks, which take only groups: 1 and width_per_group: 64");
+  auto wide = MakeResNet("depth: 34 width_per_group: 128", ModelContext{10, 3});
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(wide.status().message(),
+            "options: groups: 1 and width_per_group: 128 need a Bottleneck depth (50, 101 or "
+            "152); depth: 34 has BasicBlocks, which take only groups: 1 and width_per_group: 64");
+}
+
+TEST(ResNetTest, RejectsGroupsOrWidthBelowOne) {
+  auto groups = MakeResNet("depth: 50 groups: 0", ModelContext{10, 3});
+  EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(groups.status().message(),
+            "options: groups: 0 is not a number of groups; choose 1 or more (32 or 64 for "
+            "ResNeXt)");
+  auto width = MakeResNet("depth: 50 width_per_group: -4", ModelContext{10, 3});
+  EXPECT_EQ(width.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(width.status().message(),
+            "options: width_per_group: -4 is not a channel count; choose 1 or more (64 for "
+            "ResNet, 128 for Wide ResNet, 4 or 8 for ResNeXt)");
 }
 
 }  // namespace
