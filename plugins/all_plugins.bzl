@@ -11,6 +11,7 @@ ALL_PLUGINS = [
     "//plugins/metrics/accuracy",
     "//plugins/metrics/confusion_matrix",
     "//plugins/models/alexnet",
+    "//plugins/models/densenet",
     "//plugins/models/efficientnet",
     "//plugins/models/mobilenet_v1",
     "//plugins/models/mobilenet_v2",
