@@ -18,6 +18,7 @@ ALL_PLUGINS = [
     "//plugins/models/mobilenet_v3",
     "//plugins/models/resnet",
     "//plugins/models/small_cnn",
+    "//plugins/models/squeezenet",
     "//plugins/models/vgg",
     "//plugins/optimizers/adam",
     "//plugins/optimizers/adamw",
