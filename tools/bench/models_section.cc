@@ -55,6 +55,11 @@ std::vector<ModelCase> AllModels() {
     cases.push_back({absl::StrCat("resnet", depth),
                      options("resnet", "ResNetOptions", absl::StrCat("depth: ", depth))});
   }
+  cases.push_back({"resnext50_32x4d",
+                   options("resnet", "ResNetOptions", "depth: 50 groups: 32 width_per_group: 4")});
+  cases.push_back({"densenet121", "name: \"densenet\""});
+  cases.push_back(
+      {"squeezenet1_1", options("squeezenet", "SqueezeNetOptions", "variant: SQUEEZENET1_1")});
   cases.push_back({"mobilenet_v1", "name: \"mobilenet_v1\""});
   cases.push_back({"mobilenet_v2", "name: \"mobilenet_v2\""});
   cases.push_back({"mobilenet_v3_small",

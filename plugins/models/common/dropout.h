@@ -7,6 +7,7 @@
 // in pipeline/weights/build_model.h.)
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace pipeline {
 
@@ -14,6 +15,10 @@ namespace pipeline {
 // `dropout` field. 1 is allowed, as torch allows it: every activation
 // dropped in training.
 absl::Status ValidateDropout(double dropout);
+
+// The same check for a model whose option keeps torchvision's other name
+// for it (DenseNet's `drop_rate`), naming `field`.
+absl::Status ValidateDropout(double dropout, absl::string_view field);
 
 }  // namespace pipeline
 

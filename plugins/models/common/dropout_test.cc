@@ -22,5 +22,12 @@ TEST(ValidateDropoutTest, AcceptsZeroToOneAndRejectsTheRest) {
   EXPECT_FALSE(ValidateDropout(std::nan("")).ok());
 }
 
+TEST(ValidateDropoutTest, NamesTheFieldItIsGiven) {
+  EXPECT_TRUE(ValidateDropout(0.2, "drop_rate").ok());
+  EXPECT_EQ(ValidateDropout(-0.5, "drop_rate").message(),
+            "drop_rate: -0.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); set 0 "
+            "to disable dropout");
+}
+
 }  // namespace
 }  // namespace pipeline

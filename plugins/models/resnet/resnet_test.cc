@@ -3,6 +3,7 @@
 // (conformance_test in BUILD).
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -13,10 +14,12 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/model_test_util.h"
+#include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "torch/nn/modules/container/sequential.h"
 #include "torch/nn/modules/conv.h"
 #include "torch/nn/modules/linear.h"
+#include "torch/utils.h"
 
 namespace pipeline {
 namespace {
@@ -29,7 +32,10 @@ absl::StatusOr<std::unique_ptr<Model>> MakeResNet(const std::string& options,
       context);
 }
 
+using testing::DeterministicInput;
+using testing::FillDeterministically;
 using testing::ParameterShape;
+using testing::ReadLogits;
 
 TEST(ResNetTest, ConvolutionsUseKaimingNormalFanOut) {
   auto model = MakeResNet("depth: 18", ModelContext{10, 3});
@@ -115,7 +121,34 @@ TEST(ResNetTest, RejectsADepthWithoutAnArchitecture) {
   auto model = MakeResNet("depth: 20", ModelContext{10, 3});
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(model.status().message(),
-            "options: depth: 20 is not a ResNet depth; choose 18, 34, 50 or 101");
+            "options: depth: 20 is not a ResNet depth; choose 18, 34, 50, 101 or 152");
+}
+
+TEST(ResNetTest, RejectsGroupsOrWidthForBasicBlocks) {
+  // torchvision's BasicBlock raises for either.
+  auto grouped = MakeResNet("depth: 18 groups: 32 width_per_group: 4", ModelContext{10, 3});
+  EXPECT_EQ(grouped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(grouped.status().message(),
+            "options: groups: 32 and width_per_group: 4 need a Bottleneck depth (50, 101 or "
+            "152); depth: 18 has BasicBlocks, which take only groups: 1 and width_per_group: 64");
+  auto wide = MakeResNet("depth: 34 width_per_group: 128", ModelContext{10, 3});
+  EXPECT_EQ(wide.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(wide.status().message(),
+            "options: groups: 1 and width_per_group: 128 need a Bottleneck depth (50, 101 or "
+            "152); depth: 34 has BasicBlocks, which take only groups: 1 and width_per_group: 64");
+}
+
+TEST(ResNetTest, RejectsGroupsOrWidthBelowOne) {
+  auto groups = MakeResNet("depth: 50 groups: 0", ModelContext{10, 3});
+  EXPECT_EQ(groups.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(groups.status().message(),
+            "options: groups: 0 is not a number of groups; choose 1 or more (32 or 64 for "
+            "ResNeXt)");
+  auto width = MakeResNet("depth: 50 width_per_group: -4", ModelContext{10, 3});
+  EXPECT_EQ(width.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(width.status().message(),
+            "options: width_per_group: -4 is not a channel count; choose 1 or more (64 for "
+            "ResNet, 128 for Wide ResNet, 4 or 8 for ResNeXt)");
 }
 
 }  // namespace
