@@ -2,16 +2,21 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/layers/batch_norm.h"
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/testing/state_dict_fixture.h"
+#include "torch/nn/modules/container/sequential.h"
+#include "torch/nn/modules/dropout.h"
 #include "torch/utils.h"
 
 namespace pipeline {
@@ -58,6 +63,121 @@ TEST(EfficientNetTest, LogitsMatchTorchvisionForTheSameWeights) {
       << "C++:\n"
       << logits << "\ntorchvision:\n"
       << expected;
+}
+
+// One of torchvision's constructors and the settings it passes to
+// EfficientNet (torchvision/models/efficientnet.py).
+struct Variant {
+  const char* name;  // the options' enum value
+  double dropout;
+  double norm_eps;
+  double norm_momentum;
+};
+
+// Names the variant in a failure message instead of the struct's bytes.
+void PrintTo(const Variant& variant, std::ostream* os) { *os << variant.name; }
+
+// torchvision's constructor name: efficientnet_b1, efficientnet_v2_s.
+std::string TorchvisionName(const Variant& variant) {
+  return absl::StrCat("efficientnet_", absl::AsciiStrToLower(variant.name));
+}
+
+std::string VariantTestName(const ::testing::TestParamInfo<Variant>& info) {
+  return info.param.name;
+}
+
+// The smallest scaled V1 variant and the smallest V2 have logits fixtures
+// too.
+constexpr Variant kB1 = {"B1", 0.2, 1e-5, 0.1};
+constexpr Variant kV2S = {"V2_S", 0.2, 1e-3, 0.1};
+constexpr Variant kVariants[] = {
+    {"B0", 0.2, 1e-5, 0.1},
+    kB1,
+    {"B2", 0.3, 1e-5, 0.1},
+    {"B3", 0.3, 1e-5, 0.1},
+    {"B4", 0.4, 1e-5, 0.1},
+    {"B5", 0.4, 1e-3, 0.01},
+    {"B6", 0.5, 1e-3, 0.01},
+    {"B7", 0.5, 1e-3, 0.01},
+    kV2S,
+    {"V2_M", 0.3, 1e-3, 0.1},
+    {"V2_L", 0.4, 1e-3, 0.1},
+};
+
+class EfficientNetVariantTest : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(EfficientNetVariantTest, StateDictMatchesTorchvision) {
+  auto model = MakeEfficientNet(absl::StrCat("variant: ", GetParam().name), ModelContext{1000, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(testing::StateDictMatchesFixture(
+      **model,
+      absl::StrCat(kTestdata, "torchvision_", TorchvisionName(GetParam()), "_state_dict.txt")));
+}
+
+// Left unset, dropout is the variant's; BatchNorm's eps and momentum are
+// the variant's everywhere.
+TEST_P(EfficientNetVariantTest, TakesTorchvisionsDropoutAndBatchNormSettings) {
+  auto model = MakeEfficientNet(absl::StrCat("variant: ", GetParam().name), ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto classifier = (*model)->named_children()["classifier"]->as<torch::nn::Sequential>();
+  ASSERT_NE(classifier, nullptr);
+  EXPECT_EQ(classifier->ptr(0)->as<torch::nn::Dropout>()->options.p(), GetParam().dropout);
+  int batch_norms = 0;
+  for (const auto& module : (*model)->modules(/*include_self=*/false)) {
+    if (const auto* norm = module->as<BatchNorm2d>()) {
+      ++batch_norms;
+      EXPECT_EQ(norm->options.eps(), GetParam().norm_eps);
+      EXPECT_EQ(norm->options.momentum().value(), GetParam().norm_momentum);
+    }
+  }
+  EXPECT_GT(batch_norms, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, EfficientNetVariantTest, ::testing::ValuesIn(kVariants),
+                         VariantTestName);
+
+TEST(EfficientNetTest, AnExplicitDropoutOverridesTheVariantsOwn) {
+  auto model = MakeEfficientNet("variant: B2 dropout: 0.1", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto classifier = (*model)->named_children()["classifier"]->as<torch::nn::Sequential>();
+  EXPECT_EQ(classifier->ptr(0)->as<torch::nn::Dropout>()->options.p(), 0.1);
+}
+
+// Fills `variant` as torchvision_parity_logits.py does, runs it in eval mode
+// in `dtype` on the script's input and expects the script's logits.
+void ExpectTorchvisionsLogits(const Variant& variant, torch::Dtype dtype) {
+  auto model = MakeEfficientNet(absl::StrCat("variant: ", variant.name), ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  FillDeterministically(**model);
+  (*model)->to(dtype);
+  (*model)->eval();
+  const torch::Tensor expected = ReadLogits(
+      absl::StrCat(kTestdata, "torchvision_", TorchvisionName(variant), "_parity_logits.txt"));
+  ASSERT_TRUE(expected.defined());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor logits =
+      (*model)->forward(DeterministicInput().to(dtype)).to(torch::kFloat32);
+  ASSERT_EQ(logits.sizes(), expected.sizes());
+  const double tolerance = 2e-5 * expected.abs().max().item<double>();
+  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
+      << "C++:\n"
+      << logits << "\ntorchvision:\n"
+      << expected;
+}
+
+// The smallest scaled V1 variant (B0's is
+// LogitsMatchTorchvisionForTheSameWeights above).
+TEST(EfficientNetTest, B1LogitsMatchTorchvisionForTheSameWeights) {
+  ExpectTorchvisionsLogits(kB1, torch::kFloat32);
+}
+
+// The smallest V2, through FusedMBConv blocks. Under the fixture's fill its
+// activations grow to ~1e5 over 40 residual blocks, where float32 rounding
+// alone moves the logits by as much (a 1e-6 change of the input moves
+// torchvision's by half their size); in float64 that stays below 1e-6 of
+// them, so both sides compare there (the script's --float64).
+TEST(EfficientNetTest, V2SLogitsMatchTorchvisionForTheSameWeightsInFloat64) {
+  ExpectTorchvisionsLogits(kV2S, torch::kFloat64);
 }
 
 TEST(EfficientNetTest, TakesClassesAndChannelsFromTheContext) {
