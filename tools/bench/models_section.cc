@@ -64,6 +64,8 @@ std::vector<ModelCase> AllModels() {
   cases.push_back({"efficientnet_b0", "name: \"efficientnet\""});
   cases.push_back({"efficientnet_v2_s",
                    options("efficientnet", "EfficientNetOptions", "variant: V2_S")});
+  cases.push_back({"regnet_y_400mf",
+                   options("regnet", "RegNetOptions", "variant: REGNET_Y_400MF")});
   cases.push_back({"small_cnn", "name: \"small_cnn\""});
   return cases;
 }
