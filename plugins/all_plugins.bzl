@@ -16,6 +16,7 @@ ALL_PLUGINS = [
     "//plugins/models/mobilenet_v1",
     "//plugins/models/mobilenet_v2",
     "//plugins/models/mobilenet_v3",
+    "//plugins/models/regnet",
     "//plugins/models/resnet",
     "//plugins/models/small_cnn",
     "//plugins/models/squeezenet",

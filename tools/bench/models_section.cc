@@ -67,6 +67,10 @@ std::vector<ModelCase> AllModels() {
   cases.push_back({"mobilenet_v3_large",
                    options("mobilenet_v3", "MobileNetV3Options", "variant: LARGE")});
   cases.push_back({"efficientnet_b0", "name: \"efficientnet\""});
+  cases.push_back({"efficientnet_v2_s",
+                   options("efficientnet", "EfficientNetOptions", "variant: V2_S")});
+  cases.push_back({"regnet_y_400mf",
+                   options("regnet", "RegNetOptions", "variant: REGNET_Y_400MF")});
   cases.push_back({"small_cnn", "name: \"small_cnn\""});
   return cases;
 }

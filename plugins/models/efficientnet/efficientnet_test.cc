@@ -4,12 +4,20 @@
 
 #include <cmath>
 #include <memory>
+#include <ostream>
 #include <string>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/model.h"
+#include "pipeline/layers/batch_norm.h"
+#include "pipeline/testing/model_test_util.h"
+#include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/state_dict_fixture.h"
+#include "torch/nn/modules/container/sequential.h"
+#include "torch/nn/modules/dropout.h"
 #include "torch/utils.h"
 
 namespace pipeline {
@@ -22,6 +30,75 @@ absl::StatusOr<std::unique_ptr<Model>> MakeEfficientNet(const std::string& optio
                    "[type.googleapis.com/pipeline.EfficientNetOptions] { ",
                    options, " } }"),
       context);
+}
+
+using testing::DeterministicInput;
+using testing::FillDeterministically;
+using testing::ParameterShape;
+using testing::ReadLogits;
+
+TEST_P(EfficientNetVariantTest, TakesTorchvisionsDropoutAndBatchNormSettings) {
+  auto model = MakeEfficientNet(absl::StrCat("variant: ", GetParam().name), ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto classifier = (*model)->named_children()["classifier"]->as<torch::nn::Sequential>();
+  ASSERT_NE(classifier, nullptr);
+  EXPECT_EQ(classifier->ptr(0)->as<torch::nn::Dropout>()->options.p(), GetParam().dropout);
+  int batch_norms = 0;
+  for (const auto& module : (*model)->modules(/*include_self=*/false)) {
+    if (const auto* norm = module->as<BatchNorm2d>()) {
+      ++batch_norms;
+      EXPECT_EQ(norm->options.eps(), GetParam().norm_eps);
+      EXPECT_EQ(norm->options.momentum().value(), GetParam().norm_momentum);
+    }
+  }
+  EXPECT_GT(batch_norms, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, EfficientNetVariantTest, ::testing::ValuesIn(kVariants),
+                         VariantTestName);
+
+TEST(EfficientNetTest, AnExplicitDropoutOverridesTheVariantsOwn) {
+  auto model = MakeEfficientNet("variant: B2 dropout: 0.1", ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto classifier = (*model)->named_children()["classifier"]->as<torch::nn::Sequential>();
+  EXPECT_EQ(classifier->ptr(0)->as<torch::nn::Dropout>()->options.p(), 0.1);
+}
+
+// Fills `variant` as torchvision_parity_logits.py does, runs it in eval mode
+// in `dtype` on the script's input and expects the script's logits.
+void ExpectTorchvisionsLogits(const Variant& variant, torch::Dtype dtype) {
+  auto model = MakeEfficientNet(absl::StrCat("variant: ", variant.name), ModelContext{10, 3});
+  ASSERT_TRUE(model.ok()) << model.status();
+  FillDeterministically(**model);
+  (*model)->to(dtype);
+  (*model)->eval();
+  const torch::Tensor expected = ReadLogits(
+      absl::StrCat(kTestdata, "torchvision_", TorchvisionName(variant), "_parity_logits.txt"));
+  ASSERT_TRUE(expected.defined());
+  torch::NoGradGuard no_grad;
+  const torch::Tensor logits =
+      (*model)->forward(DeterministicInput().to(dtype)).to(torch::kFloat32);
+  ASSERT_EQ(logits.sizes(), expected.sizes());
+  const double tolerance = 2e-5 * expected.abs().max().item<double>();
+  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
+      << "C++:\n"
+      << logits << "\ntorchvision:\n"
+      << expected;
+}
+
+// The smallest scaled V1 variant (B0's is
+// LogitsMatchTorchvisionForTheSameWeights above).
+TEST(EfficientNetTest, B1LogitsMatchTorchvisionForTheSameWeights) {
+  ExpectTorchvisionsLogits(kB1, torch::kFloat32);
+}
+
+// The smallest V2, through FusedMBConv blocks. Under the fixture's fill its
+// activations grow to ~1e5 over 40 residual blocks, where float32 rounding
+// alone moves the logits by as much (a 1e-6 change of the input moves
+// torchvision's by half their size); in float64 that stays below 1e-6 of
+// them, so both sides compare there (the script's --float64).
+TEST(EfficientNetTest, V2SLogitsMatchTorchvisionForTheSameWeightsInFloat64) {
+  ExpectTorchvisionsLogits(kV2S, torch::kFloat64);
 }
 
 TEST(EfficientNetTest, InitialisesLikeTorchvision) {
