@@ -17,6 +17,7 @@ ALL_PLUGINS = [
     "//plugins/models/mobilenet_v3",
     "//plugins/models/resnet",
     "//plugins/models/small_cnn",
+    "//plugins/models/swin",
     "//plugins/models/vgg",
     "//plugins/optimizers/adam",
     "//plugins/optimizers/adamw",
