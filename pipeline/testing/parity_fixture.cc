@@ -53,6 +53,15 @@ void FillDeterministically(torch::nn::Module& model) {
   }
 }
 
+void ToFloat64(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  auto convert = [](torch::Tensor tensor) {
+    if (tensor.is_floating_point()) tensor.set_data(tensor.to(torch::kFloat64));
+  };
+  for (torch::Tensor& parameter : model.parameters()) convert(parameter);
+  for (torch::Tensor& buffer : model.buffers()) convert(buffer);
+}
+
 torch::Tensor DeterministicInput(int64_t size) {
   return HashWave(2 * 3 * size * size, 1).reshape({2, 3, size, size}).to(torch::kFloat32);
 }

@@ -23,6 +23,12 @@ torch::Tensor HashWave(int64_t n, int64_t seed);
 // (tables a model derives from its shape) keep their values, as there.
 void FillDeterministically(torch::nn::Module& model);
 
+// Converts the model's floating parameters and buffers to float64, as
+// Python's Module.double() does (integer buffers such as index tables keep
+// their type, which LibTorch's Module::to(kDouble) would not), for fixtures
+// the script computed with --float64.
+void ToFloat64(torch::nn::Module& model);
+
 // The script's input: a 2 x 3 x size x size float batch from HashWave
 // (the script's --input_size, 64 unless a fixture's name says otherwise).
 torch::Tensor DeterministicInput(int64_t size = 64);
