@@ -12,6 +12,7 @@ ALL_PLUGINS = [
     "//plugins/metrics/confusion_matrix",
     "//plugins/models/alexnet",
     "//plugins/models/efficientnet",
+    "//plugins/models/maxvit",
     "//plugins/models/mobilenet_v1",
     "//plugins/models/mobilenet_v2",
     "//plugins/models/mobilenet_v3",
