@@ -46,11 +46,24 @@ void FillDeterministically(torch::nn::Module& model) {
     tensor.copy_(value.reshape(tensor.sizes()));
   };
   for (const auto& parameter : model.named_parameters()) fill(parameter.key(), parameter.value());
-  for (const auto& buffer : model.named_buffers()) fill(buffer.key(), buffer.value());
+  for (const auto& buffer : model.named_buffers()) {
+    const std::string& key = buffer.key();
+    const std::string leaf = key.substr(key.rfind('.') + 1);
+    if (leaf == "running_mean" || leaf == "running_var") fill(key, buffer.value());
+  }
 }
 
-torch::Tensor DeterministicInput() {
-  return HashWave(2 * 3 * 64 * 64, 1).reshape({2, 3, 64, 64}).to(torch::kFloat32);
+void ToFloat64(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  auto convert = [](torch::Tensor tensor) {
+    if (tensor.is_floating_point()) tensor.set_data(tensor.to(torch::kFloat64));
+  };
+  for (torch::Tensor& parameter : model.parameters()) convert(parameter);
+  for (torch::Tensor& buffer : model.buffers()) convert(buffer);
+}
+
+torch::Tensor DeterministicInput(int64_t size) {
+  return HashWave(2 * 3 * size * size, 1).reshape({2, 3, size, size}).to(torch::kFloat32);
 }
 
 torch::Tensor ReadLogits(const std::string& path) {

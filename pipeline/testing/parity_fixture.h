@@ -17,13 +17,21 @@ namespace testing {
 // them: integer arithmetic only, so both sides agree bit for bit.
 torch::Tensor HashWave(int64_t n, int64_t seed);
 
-// Sets every floating state_dict entry from its key and shape alone, as
-// deterministic_value() in the script does, so both sides hold the same
-// weights without sharing a checkpoint.
+// Sets every floating parameter and BatchNorm running statistic from its key
+// and shape alone, as deterministic_value() in the script does, so both
+// sides hold the same weights without sharing a checkpoint. Other buffers
+// (tables a model derives from its shape) keep their values, as there.
 void FillDeterministically(torch::nn::Module& model);
 
-// The script's input: a 2x3x64x64 float batch from HashWave.
-torch::Tensor DeterministicInput();
+// Converts the model's floating parameters and buffers to float64, as
+// Python's Module.double() does (integer buffers such as index tables keep
+// their type, which LibTorch's Module::to(kDouble) would not), for fixtures
+// the script computed with --float64.
+void ToFloat64(torch::nn::Module& model);
+
+// The script's input: a 2 x 3 x size x size float batch from HashWave
+// (the script's --input_size, 64 unless a fixture's name says otherwise).
+torch::Tensor DeterministicInput(int64_t size = 64);
 
 // One row of logits per line, as torchvision_parity_logits.py writes them;
 // undefined when the file holds none.

@@ -71,6 +71,8 @@ std::vector<ModelCase> AllModels() {
                    options("efficientnet", "EfficientNetOptions", "variant: V2_S")});
   cases.push_back({"regnet_y_400mf",
                    options("regnet", "RegNetOptions", "variant: REGNET_Y_400MF")});
+  cases.push_back({"swin_t", "name: \"swin\""});
+  cases.push_back({"maxvit_t", "name: \"maxvit\""});
   cases.push_back({"small_cnn", "name: \"small_cnn\""});
   return cases;
 }

@@ -73,7 +73,8 @@ void ExpectTorchvisionsLogits(const Variant& variant, torch::Dtype dtype) {
   (*model)->to(dtype);
   (*model)->eval();
   const torch::Tensor expected = ReadLogits(
-      absl::StrCat(kTestdata, "torchvision_", TorchvisionName(variant), "_parity_logits.txt"));
+      absl::StrCat(kTestdata, "torchvision_", TorchvisionName(variant),
+                   dtype == torch::kFloat64 ? "_float64" : "", "_parity_logits.txt"));
   ASSERT_TRUE(expected.defined());
   torch::NoGradGuard no_grad;
   const torch::Tensor logits =
