@@ -17,11 +17,15 @@ namespace pipeline {
 
 // Copies `tensors` (read from `source`, named in messages) into `model`.
 // Every parameter and buffer must be there with the model's shape and
-// dtype, and nothing else — with one exception: a tensor of the classifier
-// head (Model::head_prefixes) whose shape differs, as when ImageNet weights
-// (1000 classes) start a 2-class model, keeps its fresh initialisation and
-// is named on `log`. Anything else that does not fit is an error listing
-// every offending name with its shapes; the model is then left unchanged.
+// dtype, and nothing else — with two exceptions, each named on `log`: a
+// tensor of the classifier head (Model::head_prefixes) whose shape differs,
+// as when ImageNet weights (1000 classes) start a 2-class model, keeps its
+// fresh initialisation; any other tensor whose shape differs is offered to
+// the model's Model::AdaptLoadedTensor, and what it converts to the model's
+// shape is loaded (a ViT's position embeddings for another image size).
+// Anything else that does not fit is an error listing every offending name
+// with its shapes, and the model's own message where it refused a
+// conversion; the model is then left unchanged.
 absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std::string& source,
                            std::ostream* log);
 
