@@ -62,6 +62,8 @@ std::vector<ModelCase> AllModels() {
   cases.push_back({"mobilenet_v3_large",
                    options("mobilenet_v3", "MobileNetV3Options", "variant: LARGE")});
   cases.push_back({"efficientnet_b0", "name: \"efficientnet\""});
+  cases.push_back({"convnext_tiny", "name: \"convnext\""});
+  cases.push_back({"vit_b_32", options("vit", "VisionTransformerOptions", "variant: B_32")});
   cases.push_back({"small_cnn", "name: \"small_cnn\""});
   return cases;
 }
