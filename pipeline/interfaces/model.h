@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "pipeline/registry/registry.h"
 #include "torch/nn/module.h"
 
@@ -34,6 +35,22 @@ class Model : public torch::nn::Module {
   // that asks them for layer decay is refused.
   virtual int num_layers() const { return 0; }
   virtual int layer_id(const std::string& parameter_name) const { return 0; }
+
+  // Pretrained weights (model.weights) for another configuration of the
+  // same architecture can hold an entry whose shape follows that
+  // configuration rather than the architecture: a ViT's position embeddings
+  // follow the image size. LoadStateDict (pipeline/weights/pretrained.h)
+  // asks the model to convert such an entry, `loaded` under `name`, to the
+  // shape of its own `target`, for every entry outside the head whose shape
+  // differs. The converted tensor where the model knows how; an undefined
+  // one where it does not (the default), and the entry is reported as not
+  // fitting; an error where the conversion exists but the options leave it
+  // off, saying which option to set.
+  virtual absl::StatusOr<torch::Tensor> AdaptLoadedTensor(const std::string& name,
+                                                          const torch::Tensor& loaded,
+                                                          const torch::Tensor& target) const {
+    return torch::Tensor();
+  }
 };
 
 // What a model plugin's factory is built for, resolved once for every model

@@ -63,6 +63,21 @@ void AppendStateDict(const torch::nn::Module& module, const std::string& prefix,
   }
 }
 
+// The model's conversion of a loaded tensor (Model::AdaptLoadedTensor); an
+// exception from it is an error, not a crash.
+absl::StatusOr<torch::Tensor> ConvertedByTheModel(const Model& model, const std::string& name,
+                                                  const torch::Tensor& loaded,
+                                                  const torch::Tensor& target) {
+  torch::NoGradGuard no_grad;
+  absl::StatusOr<torch::Tensor> converted = torch::Tensor();
+  const absl::Status call = CallTorch(
+      absl::StrCat(name, ": converting the file's ", ShapeOf(loaded), " to the model's ",
+                   ShapeOf(target)),
+      [&] { converted = model.AdaptLoadedTensor(name, loaded, target); });
+  if (!call.ok()) return call;
+  return converted;
+}
+
 }  // namespace
 
 NamedTensors StateDictOf(Model& model) {
@@ -77,9 +92,11 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
   for (const auto& [name, tensor] : tensors) from_file[name] = &tensor;
   const std::vector<std::string> head = model.head_prefixes();
 
-  std::vector<std::string> missing, mismatched, wrong_dtype, skipped;
+  std::vector<std::string> missing, mismatched, wrong_dtype, skipped, converted, refused;
   std::map<std::string, int> widened;  // "Half to Float" -> tensors
-  std::vector<std::pair<torch::Tensor, const torch::Tensor*>> copies;
+  // Each model tensor with what it gets: the file's tensor, or the model's
+  // conversion of it.
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;
   const auto model_tensors = ModelTensors(model);
   for (const auto& [name, target] : model_tensors) {
     auto it = from_file.find(name);
@@ -87,13 +104,26 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
       missing.push_back(absl::StrCat(name, " (", ShapeOf(target), ")"));
       continue;
     }
-    const torch::Tensor& loaded = *it->second;
+    torch::Tensor loaded = *it->second;
     from_file.erase(it);
     if (loaded.sizes() != target.sizes()) {
       const std::string what =
           absl::StrCat(name, " (file ", ShapeOf(loaded), ", model ", ShapeOf(target), ")");
-      (InHead(name, head) ? skipped : mismatched).push_back(what);
-      continue;
+      if (InHead(name, head)) {
+        skipped.push_back(what);
+        continue;
+      }
+      absl::StatusOr<torch::Tensor> adapted = ConvertedByTheModel(model, name, loaded, target);
+      if (!adapted.ok()) {
+        refused.push_back(std::string(adapted.status().message()));
+        continue;
+      }
+      if (!adapted->defined() || adapted->sizes() != target.sizes()) {
+        mismatched.push_back(what);
+        continue;
+      }
+      converted.push_back(what);
+      loaded = *std::move(adapted);
     }
     if (loaded.scalar_type() != target.scalar_type()) {
       if (!Widens(loaded.scalar_type(), target.scalar_type())) {
@@ -104,7 +134,7 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
       ++widened[absl::StrCat(c10::toString(loaded.scalar_type()), " to ",
                              c10::toString(target.scalar_type()))];
     }
-    copies.emplace_back(target, &loaded);
+    copies.emplace_back(target, loaded);
   }
   std::vector<std::string> unexpected;
   for (const auto& [name, tensor] : tensors) {
@@ -120,6 +150,7 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
   if (!mismatched.empty()) {
     problems.push_back(absl::StrCat("shapes differ: ", Listed(mismatched)));
   }
+  problems.insert(problems.end(), refused.begin(), refused.end());
   if (!wrong_dtype.empty()) {
     problems.push_back(absl::StrCat("dtypes differ: ", Listed(wrong_dtype)));
   }
@@ -133,7 +164,7 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
 
   RETURN_IF_ERROR(CallTorch(absl::StrCat("weights: copying from ", source), [&] {
     torch::NoGradGuard no_grad;
-    for (auto& [target, loaded] : copies) target.copy_(*loaded);
+    for (auto& [target, loaded] : copies) target.copy_(loaded);
   }));
   if (log) {
     *log << "weights: loaded " << copies.size() << " of " << model_tensors.size()
@@ -141,6 +172,10 @@ absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std:
     for (const auto& [conversion, count] : widened) {
       *log << "weights: converted " << count << (count == 1 ? " tensor" : " tensors") << " from "
            << conversion << ", which holds every value exactly\n";
+    }
+    if (!converted.empty()) {
+      *log << "weights: converted " << absl::StrJoin(converted, ", ")
+           << " to the model's shape, as its options ask\n";
     }
     if (!skipped.empty()) {
       *log << "weights: kept the fresh initialisation of " << absl::StrJoin(skipped, ", ")

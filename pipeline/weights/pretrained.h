@@ -17,15 +17,18 @@ namespace pipeline {
 
 // Copies `tensors` (read from `source`, named in messages) into `model`.
 // Every parameter and buffer must be there with the model's shape and
-// dtype, and nothing else, with two exceptions. A float16 or bfloat16
-// tensor (how weights are often published, in safetensors above all) fills
-// a float32 or float64 one, which holds each of its values exactly; `log`
-// says how many were converted. A tensor of the classifier head
-// (Model::head_prefixes) whose shape differs, as when ImageNet weights
-// (1000 classes) start a 2-class model, keeps its fresh initialisation and
-// is named on `log`. Anything else that does not fit (float64 into float32
-// among it: that would round) is an error listing every offending name
-// with its shapes; the model is then left unchanged.
+// dtype, and nothing else, with these exceptions, each named on `log`. A
+// float16 or bfloat16 tensor (how weights are often published, in
+// safetensors above all) fills a float32 or float64 one, which holds each of
+// its values exactly. A tensor of the classifier head (Model::head_prefixes)
+// whose shape differs, as when ImageNet weights (1000 classes) start a
+// 2-class model, keeps its fresh initialisation. Any other tensor whose shape
+// differs is offered to the model's Model::AdaptLoadedTensor, and what it
+// converts to the model's shape is loaded (a ViT's position embeddings for
+// another image size). Anything else that does not fit (float64 into float32
+// among it: that would round) is an error listing every offending name with
+// its shapes, and the model's own message where it refused a conversion; the
+// model is then left unchanged.
 absl::Status LoadStateDict(Model& model, const NamedTensors& tensors, const std::string& source,
                            std::ostream* log);
 

@@ -135,6 +135,107 @@ TEST(LoadStateDictTest, Float16AndBfloat16FillFloat32ExactlyAndAreLogged) {
             "weights: converted 2 tensors from Half to Float, which holds every value exactly\n");
 }
 
+// A model with a tensor "table" whose length is a setting of the model
+// rather than of its architecture, as a ViT's position embeddings follow its
+// image size: it converts a table of another length to its own (the file's
+// mean everywhere) where `conversion` says so.
+class TableNet : public Model {
+ public:
+  enum Conversion { kMean, kOff, kWrongShape, kThrows };
+
+  TableNet(int64_t length, Conversion conversion) : conversion_(conversion) {
+    table_ = register_parameter("table", torch::zeros({length}));
+    fc_ = register_module("fc", torch::nn::Linear(4, 3));
+  }
+  torch::Tensor forward(const torch::Tensor& images) override {
+    return fc_(images.flatten(1)) + table_.sum();
+  }
+  std::vector<std::string> head_prefixes() const override { return {"fc."}; }
+
+  absl::StatusOr<torch::Tensor> AdaptLoadedTensor(const std::string& name,
+                                                  const torch::Tensor& loaded,
+                                                  const torch::Tensor& target) const override {
+    if (name != "table") return torch::Tensor();
+    switch (conversion_) {
+      case kMean:
+        return loaded.mean().expand(target.sizes()).clone();
+      case kOff:
+        return absl::InvalidArgumentError("table: another length; set convert_table: true");
+      case kWrongShape:
+        return loaded.mean().expand({target.size(0) + 1}).clone();
+      case kThrows:
+        return loaded.reshape({7, 7});
+    }
+    return torch::Tensor();
+  }
+
+  const torch::Tensor& table() const { return table_; }
+
+ private:
+  Conversion conversion_;
+  torch::Tensor table_;
+  torch::nn::Linear fc_{nullptr};
+};
+
+NamedTensors TableWeights(int64_t length) {
+  TableNet source(length, TableNet::kOff);
+  NamedTensors tensors = StateOf(source);
+  for (auto& [name, tensor] : tensors) {
+    if (name == "table") {
+      tensor = torch::arange(length, torch::kFloat);
+    } else {
+      tensor.uniform_(0.5, 1.5);
+    }
+  }
+  return tensors;
+}
+
+TEST(LoadStateDictTest, ATensorTheModelConvertsIsLoadedConvertedAndLogged) {
+  const NamedTensors source = TableWeights(6);  // 0..5, mean 2.5
+  TableNet model(3, TableNet::kMean);
+  std::ostringstream log;
+  ASSERT_TRUE(LoadStateDict(model, source, "w.pt", &log).ok());
+  EXPECT_TRUE(model.table().equal(torch::full({3}, 2.5)));
+  EXPECT_TRUE(model.named_parameters()["fc.weight"].equal(Get(source, "fc.weight")));
+  EXPECT_EQ(log.str(),
+            "weights: loaded 3 of 3 tensors from w.pt\n"
+            "weights: converted table (file 6, model 3) to the model's shape, as its options "
+            "ask\n");
+}
+
+TEST(LoadStateDictTest, TheModelsConversionIsNotAskedForTensorsThatFit) {
+  const NamedTensors source = TableWeights(3);
+  TableNet model(3, TableNet::kMean);
+  ASSERT_TRUE(LoadStateDict(model, source, "w.pt", nullptr).ok());
+  EXPECT_TRUE(model.table().equal(torch::arange(3, torch::kFloat)));
+}
+
+TEST(LoadStateDictTest, AConversionTheOptionsLeaveOffIsAnErrorWithTheModelsMessage) {
+  const NamedTensors source = TableWeights(6);
+  TableNet model(3, TableNet::kOff);
+  const NamedTensors before = StateOf(model);
+  EXPECT_EQ(LoadStateDict(model, source, "w.pt", nullptr).message(),
+            "weights: w.pt does not fit this model (another architecture, depth or width?); "
+            "table: another length; set convert_table: true");
+  for (const auto& [name, tensor] : StateOf(model)) {
+    EXPECT_TRUE(tensor.equal(Get(before, name))) << name;
+  }
+}
+
+TEST(LoadStateDictTest, AConversionToAnotherShapeOrThatThrowsIsAnError) {
+  const NamedTensors source = TableWeights(6);
+  TableNet wrong_shape(3, TableNet::kWrongShape);
+  EXPECT_EQ(LoadStateDict(wrong_shape, source, "w.pt", nullptr).message(),
+            "weights: w.pt does not fit this model (another architecture, depth or width?); "
+            "shapes differ: table (file 6, model 3)");
+  TableNet throws(3, TableNet::kThrows);
+  const absl::Status status = LoadStateDict(throws, source, "w.pt", nullptr);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::StartsWith("weights: w.pt does not fit this model (another "
+                                    "architecture, depth or width?); table: converting the "
+                                    "file's 6 to the model's 3: "));
+}
+
 TEST(FreezeBackboneTest, FrozenParametersStayBitIdenticalThroughOptimizerSteps) {
   torch::manual_seed(0);
   TinyNet model(3);

@@ -73,6 +73,8 @@ std::vector<ModelCase> AllModels() {
                    options("regnet", "RegNetOptions", "variant: REGNET_Y_400MF")});
   cases.push_back({"swin_t", "name: \"swin\""});
   cases.push_back({"maxvit_t", "name: \"maxvit\""});
+  cases.push_back({"convnext_tiny", "name: \"convnext\""});
+  cases.push_back({"vit_b_32", options("vit", "VisionTransformerOptions", "variant: B_32")});
   cases.push_back({"small_cnn", "name: \"small_cnn\""});
   return cases;
 }

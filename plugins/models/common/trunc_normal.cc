@@ -1,27 +1,22 @@
 #include "plugins/models/common/trunc_normal.h"
 
-#include <cmath>
+#include <cstdint>
 
-#include "torch/utils.h"
+#include "torch/csrc/autograd/grad_mode.h"
 
 namespace pipeline {
-namespace {
 
-double NormalCdf(double x) { return (1.0 + std::erf(x / std::sqrt(2.0))) / 2.0; }
-
-}  // namespace
-
-void TruncNormal_(torch::Tensor tensor, double mean, double std, double a, double b) {
+void TruncNormal(torch::Tensor tensor, double std, double low, double high) {
   torch::NoGradGuard no_grad;
-  // Uniform over the CDF's values at the bounds, mapped back through the
-  // inverse CDF: no rejection loop, and the same draws as torch's.
-  const double low = NormalCdf((a - mean) / std);
-  const double high = NormalCdf((b - mean) / std);
-  tensor.uniform_(2 * low - 1, 2 * high - 1);
-  tensor.erfinv_();
-  tensor.mul_(std * std::sqrt(2.0));
-  tensor.add_(mean);
-  tensor.clamp_(a, b);
+  tensor.normal_(0.0, std);
+  // Redraws what fell outside until nothing does: each round keeps the
+  // share of the mass within the bounds, so few rounds are needed.
+  for (;;) {
+    const torch::Tensor outside = tensor.lt(low).logical_or_(tensor.gt(high));
+    const int64_t count = outside.sum().item<int64_t>();
+    if (count == 0) return;
+    tensor.masked_scatter_(outside, torch::empty({count}, tensor.options()).normal_(0.0, std));
+  }
 }
 
 }  // namespace pipeline

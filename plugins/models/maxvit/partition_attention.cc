@@ -57,7 +57,7 @@ RelativePositionalAttentionImpl::RelativePositionalAttentionImpl(int64_t dim, in
   const int64_t offsets = 2 * partition_size - 1;
   relative_position_bias_table_ = register_parameter(
       "relative_position_bias_table", torch::empty({offsets * offsets, num_heads_}));
-  TruncNormal_(relative_position_bias_table_, 0.0, 0.02);
+  TruncNormal(relative_position_bias_table_, 0.02);
   relative_position_index_ =
       register_buffer("relative_position_index", RelativePositionIndex(partition_size));
 }

@@ -77,7 +77,7 @@ ShiftedWindowAttentionImpl::ShiftedWindowAttentionImpl(int64_t dim, int64_t wind
   } else {
     relative_position_bias_table_ = register_parameter(
         "relative_position_bias_table", torch::zeros({table_size, num_heads}));
-    TruncNormal_(relative_position_bias_table_, 0.0, 0.02);
+    TruncNormal(relative_position_bias_table_, 0.02);
   }
   relative_position_index_ =
       register_buffer("relative_position_index", RelativePositionIndex(window_size));

@@ -254,7 +254,7 @@ class SwinTransformer : public Model {
   void InitialiseLikeTorchvision() {
     for (const auto& module : modules(/*include_self=*/false)) {
       if (auto* linear = module->as<torch::nn::Linear>()) {
-        TruncNormal_(linear->weight, 0.0, 0.02);
+        TruncNormal(linear->weight, 0.02);
         if (linear->bias.defined()) torch::nn::init::zeros_(linear->bias);
       }
     }
