@@ -49,8 +49,10 @@ void FillDeterministically(torch::nn::Module& model) {
   for (const auto& buffer : model.named_buffers()) fill(buffer.key(), buffer.value());
 }
 
-torch::Tensor DeterministicInput() {
-  return HashWave(2 * 3 * 64 * 64, 1).reshape({2, 3, 64, 64}).to(torch::kFloat32);
+torch::Tensor DeterministicInput(int64_t image_size) {
+  return HashWave(2 * 3 * image_size * image_size, 1)
+      .reshape({2, 3, image_size, image_size})
+      .to(torch::kFloat32);
 }
 
 torch::Tensor ReadLogits(const std::string& path) {

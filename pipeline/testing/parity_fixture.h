@@ -22,8 +22,9 @@ torch::Tensor HashWave(int64_t n, int64_t seed);
 // weights without sharing a checkpoint.
 void FillDeterministically(torch::nn::Module& model);
 
-// The script's input: a 2x3x64x64 float batch from HashWave.
-torch::Tensor DeterministicInput();
+// The script's input: a 2x3x<image_size>x<image_size> float batch from
+// HashWave; 64 unless the script ran with another --image_size.
+torch::Tensor DeterministicInput(int64_t image_size = 64);
 
 // One row of logits per line, as torchvision_parity_logits.py writes them;
 // undefined when the file holds none.
