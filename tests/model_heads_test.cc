@@ -1,6 +1,7 @@
 // Every model plugin names its classifier head (Model::head_prefixes)
-// correctly: exactly one weight and bias, the layer whose outputs are the
-// classes. Pretrained weights for another class count and freeze_backbone
+// correctly: each prefix exactly one weight and bias, a layer whose outputs
+// are the classes (the main classifier, and any auxiliary classifier's last
+// layer). Pretrained weights for another class count and freeze_backbone
 // both rely on it.
 
 #include <set>
@@ -23,18 +24,21 @@ TEST_P(ModelHeadsTest, HeadPrefixesNameTheClassifierLayer) {
   auto model = testing::CreatePlugin<Model>(GetParam(), ModelContext{kClasses, 3});
   ASSERT_TRUE(model.ok()) << model.status();
   const std::vector<std::string> prefixes = (*model)->head_prefixes();
-  ASSERT_EQ(prefixes.size(), 1u);
-  std::set<std::string> head;
-  for (const auto& item : (*model)->named_parameters()) {
-    if (item.key().rfind(prefixes[0], 0) == 0) head.insert(item.key());
-  }
-  for (const auto& item : (*model)->named_buffers()) {
-    EXPECT_NE(item.key().rfind(prefixes[0], 0), 0u) << item.key() << " is a buffer in the head";
-  }
-  EXPECT_EQ(head, (std::set<std::string>{prefixes[0] + "bias", prefixes[0] + "weight"}));
+  ASSERT_FALSE(prefixes.empty());
   const auto parameters = (*model)->named_parameters();
-  EXPECT_EQ(parameters[prefixes[0] + "weight"].size(0), kClasses);
-  EXPECT_EQ(parameters[prefixes[0] + "bias"].size(0), kClasses);
+  for (const std::string& prefix : prefixes) {
+    std::set<std::string> head;
+    for (const auto& item : parameters) {
+      if (item.key().rfind(prefix, 0) == 0) head.insert(item.key());
+    }
+    for (const auto& item : (*model)->named_buffers()) {
+      EXPECT_NE(item.key().rfind(prefix, 0), 0u) << item.key() << " is a buffer in the head";
+    }
+    EXPECT_EQ(head, (std::set<std::string>{prefix + "bias", prefix + "weight"}));
+    if (head.size() != 2) continue;
+    EXPECT_EQ(parameters[prefix + "weight"].size(0), kClasses) << prefix;
+    EXPECT_EQ(parameters[prefix + "bias"].size(0), kClasses) << prefix;
+  }
 }
 
 // Every registered model, as the registry lists them: a new model plugin is
