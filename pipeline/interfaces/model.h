@@ -11,6 +11,14 @@
 
 namespace pipeline {
 
+// The logits of an auxiliary classifier (GoogLeNet's aux1 and aux2,
+// Inception v3's AuxLogits) from a training-mode forward pass, and the
+// weight its loss carries in the training objective.
+struct AuxiliaryLogits {
+  torch::Tensor logits;  // N x num_classes, part of the forward's graph
+  double loss_weight = 0;
+};
+
 // An image classifier: NCHW float images in, N x num_classes logits out.
 // Submodules are registered under the attribute names of the reference
 // implementation (torchvision), so state_dict keys match it.
@@ -51,6 +59,15 @@ class Model : public torch::nn::Module {
                                                           const torch::Tensor& target) const {
     return torch::Tensor();
   }
+
+  // The auxiliary classifiers' logits of the last forward() in training
+  // mode, with their loss weights; none after an eval-mode forward and for
+  // models without auxiliary classifiers (the default). forward() returns
+  // the main logits alone, so inference, metrics and validation never see
+  // these; only training adds weight * loss(logits, targets) for each (see
+  // TrainingLoss in strategy.h), which is what makes the auxiliary heads
+  // learn, as torchvision's training recipes for these models do.
+  virtual std::vector<AuxiliaryLogits> auxiliary_logits() const { return {}; }
 };
 
 // What a model plugin's factory is built for, resolved once for every model

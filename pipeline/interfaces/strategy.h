@@ -20,6 +20,17 @@ namespace pipeline {
 using LossFunction =
     std::function<torch::Tensor(const torch::Tensor& logits, const torch::Tensor& labels)>;
 
+// The loss a strategy back-propagates after `model`'s training forward pass
+// gave `logits`: loss(logits, labels), plus weight * loss(aux, labels) for
+// each of the auxiliary classifiers that pass used (Model::auxiliary_logits;
+// most models have none). Strategies call it with the model object that ran
+// the pass (a data_parallel replica, say), whose auxiliary logits belong to
+// that chunk of the batch; `loss` is the trainer's, linear in its result
+// (averaging over accumulated batches, loss scaling), so each auxiliary term
+// is scaled as the main one.
+torch::Tensor TrainingLoss(const Model& model, const torch::Tensor& logits,
+                           const torch::Tensor& labels, const LossFunction& loss);
+
 // Builds another model exactly like the one being trained (same plugin, same
 // options, fresh weights); strategies that keep several replicas in one
 // process build them with it.

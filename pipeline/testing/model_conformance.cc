@@ -260,8 +260,15 @@ TEST_P(ModelConformanceTest, EveryTrainableParameterGetsAFiniteGradient) {
   BUILD_OR_RETURN(model);
   model.train();
   const torch::Tensor images = Images(kBatch, kChannels, GetParam().image_size, 8);
-  const absl::Status backward =
-      CallTorch("forward and backward", [&] { model.forward(images).sum().backward(); });
+  // The auxiliary classifiers' logits join the main ones, as they join the
+  // training loss (TrainingLoss): their heads learn from them alone.
+  const absl::Status backward = CallTorch("forward and backward", [&] {
+    torch::Tensor objective = model.forward(images).sum();
+    for (const AuxiliaryLogits& auxiliary : model.auxiliary_logits()) {
+      objective = objective + auxiliary.logits.sum();
+    }
+    objective.backward();
+  });
   ASSERT_TRUE(backward.ok()) << backward;
   std::vector<std::string> without, not_finite;
   int64_t trainable = 0;

@@ -13,10 +13,12 @@
 //  - in eval mode an image's logits do not depend on the other images of
 //    its batch (BatchNorm normalises with its running statistics), to float
 //    tolerance (1e-4 of the largest logit);
-//  - in training, backward from the sum of the logits gives every parameter
-//    that requires grad a defined, finite gradient: no parameter is left
-//    out of the forward pass (the optimizer and the strategies' gradient
-//    all-reduce expect one for each);
+//  - in training, backward from the sum of the logits (and of the
+//    auxiliary classifiers' logits, Model::auxiliary_logits, as the
+//    training loss adds them) gives every parameter that requires grad a
+//    defined, finite gradient: no parameter is left out of the forward pass
+//    (the optimizer and the strategies' gradient all-reduce expect one for
+//    each);
 //  - head_prefixes() is not empty, each prefix names at least one
 //    parameter, and the head holds exactly the parameters, and the
 //    buffers, whose shape follows num_classes (compared between 2 and 10

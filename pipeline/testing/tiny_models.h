@@ -31,6 +31,39 @@ class TinyModel : public Model {
   torch::nn::Linear fc{nullptr};
 };
 
+// TinyModel with an auxiliary classifier "aux" beside "fc", as GoogLeNet
+// and Inception v3 carry theirs: in training, forward() also runs "aux" on
+// the same features and auxiliary_logits() gives its logits with
+// `loss_weight`; in eval mode "aux" does not run. aux_forwards counts how
+// often it ran.
+class TinyAuxiliaryModel : public Model {
+ public:
+  explicit TinyAuxiliaryModel(double loss_weight, int64_t in_features = 4, int64_t classes = 3)
+      : loss_weight_(loss_weight) {
+    fc = register_module("fc", torch::nn::Linear(in_features, classes));
+    aux = register_module("aux", torch::nn::Linear(in_features, classes));
+  }
+  torch::Tensor forward(const torch::Tensor& images) override {
+    const torch::Tensor features = images.flatten(1);
+    auxiliary_.clear();
+    if (is_training()) {
+      ++aux_forwards;
+      auxiliary_.push_back({aux->forward(features), loss_weight_});
+    }
+    return fc->forward(features);
+  }
+  std::vector<AuxiliaryLogits> auxiliary_logits() const override { return auxiliary_; }
+  std::vector<std::string> head_prefixes() const override { return {"fc.", "aux."}; }
+
+  torch::nn::Linear fc{nullptr};
+  torch::nn::Linear aux{nullptr};
+  int aux_forwards = 0;
+
+ private:
+  const double loss_weight_;
+  std::vector<AuxiliaryLogits> auxiliary_;
+};
+
 // A backbone (a 3x3 convolution "conv" and a BatchNorm "bn") and a head
 // "fc", as a torchvision classifier is laid out: what pretrained weights,
 // head replacement and freezing act on.

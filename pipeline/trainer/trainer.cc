@@ -268,7 +268,9 @@ class TrainingLoop {
       const torch::Tensor logits = output.logits.to(at::kFloat);
       // Under loss scaling the strategy's loss is the scaled one, which may
       // overflow where the loss itself does not: the figure comes from the
-      // logits instead (a few operations on B x classes).
+      // logits instead (a few operations on B x classes). (So for a model
+      // with auxiliary classifiers it is then the main loss alone; otherwise
+      // it is the trained one, TrainingLoss, auxiliary terms included.)
       const double batch_loss =
           run_.scaler
               ? run_.loss->Compute(logits, targets, at::Reduction::Mean).item<double>()

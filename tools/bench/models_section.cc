@@ -75,6 +75,15 @@ std::vector<ModelCase> AllModels() {
   cases.push_back({"maxvit_t", "name: \"maxvit\""});
   cases.push_back({"convnext_tiny", "name: \"convnext\""});
   cases.push_back({"vit_b_32", options("vit", "VisionTransformerOptions", "variant: B_32")});
+  cases.push_back({"shufflenet_v2_x0_5",
+                   options("shufflenet_v2", "ShuffleNetV2Options", "variant: X0_5")});
+  cases.push_back({"mnasnet0_5", options("mnasnet", "MnasNetOptions", "variant: MNASNET0_5")});
+  // Without their auxiliary classifiers, whose losses this section's step
+  // leaves out (and which Inception v3 cannot run at 224x224): torchvision's
+  // published parameter counts are of these networks too.
+  cases.push_back({"googlenet", options("googlenet", "GoogLeNetOptions", "aux_logits: false")});
+  cases.push_back(
+      {"inception_v3", options("inception_v3", "InceptionV3Options", "aux_logits: false")});
   cases.push_back({"small_cnn", "name: \"small_cnn\""});
   return cases;
 }

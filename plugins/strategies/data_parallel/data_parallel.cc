@@ -145,7 +145,8 @@ class DataParallelStrategy : public Strategy {
           ReplicaAutocast replica_autocast(autocast);
           const torch::Device& device = devices_[i];
           torch::Tensor out = replicas_[i]->forward(image_chunks[i].to(device, true));
-          torch::Tensor loss = loss_function(out, label_chunks[i].to(device, true)) *
+          torch::Tensor loss = TrainingLoss(*replicas_[i], out, label_chunks[i].to(device, true),
+                                            loss_function) *
                                (static_cast<double>(sizes[i]) / static_cast<double>(n));
           loss.backward();
           losses[i] = loss.detach().cpu();

@@ -6,6 +6,7 @@
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/testing/tiny_models.h"
 #include "pipeline/util/torch_version.h"
 #include "torch/cuda.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -125,6 +126,45 @@ TEST(DataParallelTest, AccumulatedMicroBatchesEqualOneBigBatch) {
                     .ok());
   }
   CrossEntropy(reference.forward(images), labels).backward();
+  auto expected = reference.named_parameters();
+  for (const auto& p : model.named_parameters()) {
+    EXPECT_TRUE(torch::allclose(p.value().grad(), expected[p.key()].grad(), 1e-5, 1e-6))
+        << p.key();
+  }
+}
+
+// Each replica's auxiliary classifier (Model::auxiliary_logits) joins the
+// loss of its own chunk, weighted as the chunk's main loss: the step is
+// single-device training on the whole batch, auxiliary heads included.
+TEST(DataParallelTest, AuxiliaryClassifiersTrainAsOnOneDevice) {
+  torch::manual_seed(5);
+  auto parallel = testing::CreatePlugin<Strategy>(kTwoReplicas);
+  auto single = testing::CreatePlugin<Strategy>(R"pb(name: "single")pb");
+  ASSERT_TRUE(parallel.ok()) << parallel.status();
+  ASSERT_TRUE(single.ok()) << single.status();
+  testing::TinyAuxiliaryModel model(/*loss_weight=*/0.4), reference(/*loss_weight=*/0.4);
+  testing::CopyParameters(model, reference);
+  const ModelFactory factory = []() -> absl::StatusOr<std::unique_ptr<Model>> {
+    return std::make_unique<testing::TinyAuxiliaryModel>(0.4);
+  };
+  ASSERT_TRUE((*parallel)->Prepare(model, factory).ok());
+  ASSERT_TRUE((*single)->Prepare(reference, {}).ok());
+  const torch::Tensor images = torch::randn({7, 1, 2, 2});
+  const torch::Tensor labels = torch::randint(0, 3, {7}, torch::kLong);
+  double expected_loss = 0;
+  {
+    torch::NoGradGuard no_grad;
+    const torch::Tensor features = images.flatten(1);
+    expected_loss = CrossEntropy(reference.fc->forward(features), labels).item<double>() +
+                    0.4 * CrossEntropy(reference.aux->forward(features), labels).item<double>();
+  }
+  auto ours = (*parallel)->ForwardBackward(model, images, labels, CrossEntropy);
+  auto theirs = (*single)->ForwardBackward(reference, images, labels, CrossEntropy);
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  EXPECT_NEAR(theirs->loss.item<double>(), expected_loss, 1e-6);
+  EXPECT_NEAR(ours->loss.item<double>(), expected_loss, 1e-6);
+  EXPECT_GT(model.aux->weight.grad().abs().max().item<double>(), 0);
   auto expected = reference.named_parameters();
   for (const auto& p : model.named_parameters()) {
     EXPECT_TRUE(torch::allclose(p.value().grad(), expected[p.key()].grad(), 1e-5, 1e-6))

@@ -90,7 +90,8 @@ class DdpStrategy : public Strategy {
         }
       }
       torch::Tensor logits = model.forward(images.to(device_, /*non_blocking=*/true));
-      torch::Tensor loss = loss_function(logits, labels.to(device_, /*non_blocking=*/true));
+      torch::Tensor loss =
+          TrainingLoss(model, logits, labels.to(device_, /*non_blocking=*/true), loss_function);
       reducer_.BeginBackward(loss);
       loss.backward();
       const double waited = reducer_.Finish();

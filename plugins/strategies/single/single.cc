@@ -31,7 +31,8 @@ class SingleDeviceStrategy : public Strategy {
                                              const LossFunction& loss_function) override {
     return CallTorch("training step", [&] {
       torch::Tensor logits = model.forward(images.to(device_, /*non_blocking=*/true));
-      torch::Tensor loss = loss_function(logits, labels.to(device_, /*non_blocking=*/true));
+      torch::Tensor loss =
+          TrainingLoss(model, logits, labels.to(device_, /*non_blocking=*/true), loss_function);
       loss.backward();
       return StepOutput{loss.detach().cpu(), logits.detach().cpu()};
     });
