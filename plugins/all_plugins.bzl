@@ -20,6 +20,7 @@ ALL_PLUGINS = [
     "//plugins/models/vgg",
     "//plugins/optimizers/adam",
     "//plugins/optimizers/adamw",
+    "//plugins/optimizers/lamb",
     "//plugins/optimizers/rmsprop",
     "//plugins/optimizers/sgd",
     "//plugins/samplers/distributed",
