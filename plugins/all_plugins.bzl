@@ -21,6 +21,7 @@ ALL_PLUGINS = [
     "//plugins/optimizers/adam",
     "//plugins/optimizers/adamw",
     "//plugins/optimizers/lamb",
+    "//plugins/optimizers/lars",
     "//plugins/optimizers/rmsprop",
     "//plugins/optimizers/sgd",
     "//plugins/samplers/distributed",
