@@ -175,7 +175,8 @@ std::vector<std::string> DescribeParameterGroups(const OptimizerContext& context
     int64_t values = 0;
     for (const torch::Tensor& parameter : group.parameters) values += parameter.numel();
     lines.push_back(absl::StrCat(
-        "param group ", g, ": ", group.parameters.size(), " tensors (", values, " values), lr x",
+        "param group ", g, ": ", group.parameters.size(),
+        group.parameters.size() == 1 ? " tensor (" : " tensors (", values, " values), lr x",
         Number(group.lr_scale), ", weight_decay ",
         group.weight_decay ? Number(*group.weight_decay) : "the optimizer's"));
   }

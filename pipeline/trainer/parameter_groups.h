@@ -25,7 +25,8 @@ namespace pipeline {
 absl::StatusOr<OptimizerContext> GroupParameters(const ParamGroupsConfig& config, Model& model);
 
 // One line per group for the start header: "param group 1: 8 tensors
-// (120 values), lr x10, weight_decay 0".
+// (120 values), lr x10, weight_decay 0" (or "the optimizer's" where the
+// group keeps the optimizer's own).
 std::vector<std::string> DescribeParameterGroups(const OptimizerContext& context);
 
 }  // namespace pipeline
