@@ -229,6 +229,34 @@ TEST(ResumeTest, WithTheRecipeOptionsKilledAndResumedEndsBitwiseEqual) {
   EXPECT_FALSE(loaded->contents.ema[0].second.equal(loaded->model[0].second));
 }
 
+// Parameter groups (norms and biases without weight decay, the head at 10x
+// the rate, each group's rate scaled by the schedule) under LAMB, whose
+// state is its own: the groups are formed again from the config on resume
+// and each group's state is restored into its own.
+TEST(ResumeTest, WithParameterGroupsKilledAndResumedEndsBitwiseEqual) {
+  const std::vector<std::string> flags = {
+      "--set=optimizer={name: \"lamb\" options { [type.googleapis.com/pipeline.LambOptions] { "
+      "lr: 0.01 } } param_groups { norm_weight_decay: 0 bias_weight_decay: 0 "
+      "lr_scales { pattern: \"fc.*\" lr_scale: 10 } }}",
+      "--set=learning_rate.schedule={name: \"cosine\"}"};
+  std::string flag_text;
+  for (const std::string& flag : flags) flag_text += " '" + flag + "'";
+  const std::string root = ::testing::TempDir() + "/resume_groups";
+  const std::string reference = WriteConfig(root + "/reference", false);
+  ASSERT_EQ(RunTrain("--config=" + reference + flag_text, root + "/reference/log"), 0)
+      << testing::ReadFile(root + "/reference/log");
+  const std::string log = testing::ReadFile(root + "/reference/log");
+  EXPECT_THAT(log, HasSubstr("optimizer lamb: param group 0: "));
+  EXPECT_THAT(log, HasSubstr(", lr x10, weight_decay the optimizer's\n"));
+  EXPECT_THAT(log, HasSubstr(", lr x10, weight_decay 0\n"));
+  const std::string dir = root + "/killed";
+  const std::string config = WriteConfig(dir, false);
+  const int kill_at = KillAndResume(dir, config, RandomStep(), /*ddp=*/false, flags);
+  SCOPED_TRACE(absl::StrCat("killed at step ", kill_at));
+  ExpectSameModel(root + "/reference/out/checkpoint_epoch_2.pt",
+                  dir + "/out/checkpoint_epoch_2.pt");
+}
+
 TEST(ResumeTest, ExportingTheEmaOfARunWithoutOneIsAnError) {
   const std::string dir = ::testing::TempDir() + "/no_ema";
   const std::string config = WriteConfig(dir, false);

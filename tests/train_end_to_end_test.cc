@@ -5,8 +5,10 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/config/config_loader.h"
@@ -214,6 +216,78 @@ TEST(TrainEndToEndTest, ANonFiniteLossStopsTheRunNamingTheStep) {
   EXPECT_THAT(summary.status().message(), HasSubstr("): the training loss is "));
   EXPECT_THAT(summary.status().message(), HasSubstr("Lower the learning rate"));
   EXPECT_THAT(std::string(summary.status().message()), ::testing::StartsWith("step "));
+}
+
+// small_cnn on a few synthetic images, under `optimizer`.
+PipelineConfig SmallRunConfig(const std::string& optimizer, const std::string& output_dir) {
+  PipelineConfig config;
+  EXPECT_TRUE(ParseTextProto(absl::StrCat(R"pb(
+                               model { name: "small_cnn" }
+                               train_data {
+                                 dataset {
+                                   name: "synthetic"
+                                   options {
+                                     [type.googleapis.com/pipeline.SyntheticOptions] {
+                                       num_samples: 16 height: 8 width: 8 channels: 1
+                                     }
+                                   }
+                                 }
+                               }
+                               trainer { batch_size: 8 epochs: 1 }
+                               )pb",
+                                          optimizer),
+                             "test", &config)
+                  .ok());
+  config.set_output_dir(output_dir);
+  return config;
+}
+
+TEST(TrainEndToEndTest, ParamGroupsAreCheckedWithTheConfigAndListedInTheHeader) {
+  const std::string dir = ::testing::TempDir() + "/param_groups";
+  auto bad = ResolveConfig(SmallRunConfig(R"pb(optimizer {
+                                                 param_groups {
+                                                   norm_weight_decay: -1
+                                                   lr_scales { pattern: "" lr_scale: 0 }
+                                                   layer_decay: 2
+                                                 }
+                                               })pb",
+                                          dir));
+  ASSERT_FALSE(bad.ok());
+  const std::string message(bad.status().message());
+  EXPECT_THAT(message, HasSubstr("optimizer.param_groups.norm_weight_decay: -1; must be >= 0"));
+  EXPECT_THAT(message, HasSubstr("optimizer.param_groups.lr_scales[0].pattern: empty"));
+  EXPECT_THAT(message, HasSubstr("optimizer.param_groups.lr_scales[0].lr_scale: 0; must be > 0"));
+  EXPECT_THAT(message, HasSubstr("optimizer.param_groups.layer_decay: 2; must be in (0, 1]"));
+
+  auto resolved = ResolveConfig(SmallRunConfig(
+      R"pb(optimizer {
+             name: "lars"
+             param_groups { norm_weight_decay: 0 lr_scales { pattern: "fc.*" lr_scale: 10 } }
+           })pb",
+      dir));
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  std::ostringstream log;
+  auto summary = Train(*resolved, {.dry_run = true, .log = &log});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_THAT(log.str(), HasSubstr("optimizer lars: param group 0: "));
+  EXPECT_THAT(log.str(), HasSubstr(", lr x1, weight_decay the optimizer's\n"));
+  EXPECT_THAT(log.str(), HasSubstr(", lr x1, weight_decay 0\n"));
+  EXPECT_THAT(log.str(), HasSubstr("optimizer lars: param group 2: 2 tensors ("));
+
+  for (const auto& [groups, error] : std::vector<std::pair<std::string, std::string>>{
+           {R"pb(lr_scales { pattern: "head.*" lr_scale: 10 })pb",
+            "optimizer.param_groups.lr_scales[0].pattern: \"head.*\" matches no trainable "
+            "parameter of the model"},
+           {"layer_decay: 0.75",
+            "only models with a depth order support layer-wise learning-rate decay"}}) {
+    auto refused = ResolveConfig(
+        SmallRunConfig(absl::StrCat("optimizer { param_groups { ", groups, " } }"), dir));
+    ASSERT_TRUE(refused.ok()) << refused.status();
+    auto failed = Train(*refused, {.dry_run = true, .log = &log});
+    ASSERT_FALSE(failed.ok()) << groups;
+    EXPECT_EQ(failed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(failed.status().message(), HasSubstr(error));
+  }
 }
 
 TEST(TrainEndToEndTest, ResolveReportsEveryProblemAtOnce) {

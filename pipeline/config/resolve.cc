@@ -26,7 +26,7 @@ namespace {
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-// Checks one plugin slot (a PluginConfig or ModelConfig) and rewrites its
+// Checks one plugin slot (a PluginConfig, ModelConfig or OptimizerConfig) and rewrites its
 // options with every default filled.
 template <typename Interface, typename Config>
 void ResolvePlugin(const std::string& path, Config* plugin, std::vector<std::string>& errors) {
@@ -41,9 +41,8 @@ void ResolvePlugin(const std::string& path, Config* plugin, std::vector<std::str
 
 // A slot the config leaves empty gets the plugin that declared itself its
 // default (PIPELINE_DEFAULT_PLUGIN) where it registers.
-template <typename Interface>
-void NameDefault(const std::string& slot, PluginConfig* plugin,
-                 std::vector<std::string>& errors) {
+template <typename Interface, typename Config>
+void NameDefault(const std::string& slot, Config* plugin, std::vector<std::string>& errors) {
   if (plugin->has_name()) return;
   const std::string name = Registry<Interface>::Global().DefaultFor(slot);
   if (name.empty()) {
@@ -120,6 +119,37 @@ void CheckRecipeOptions(const TrainerConfig& trainer, std::vector<std::string>& 
   require(early.patience() >= 0, "early_stopping.patience", early.patience(),
           ">= 0 (0 = never stop early)");
   require(early.min_delta() >= 0, "early_stopping.min_delta", early.min_delta(), ">= 0");
+}
+
+// The values of optimizer.param_groups; what depends on the model (a
+// pattern that matches nothing, layer_decay without a depth order) is
+// checked when the groups are formed (pipeline/trainer/parameter_groups.h).
+void CheckParamGroups(const ParamGroupsConfig& groups, std::vector<std::string>& errors) {
+  auto non_negative = [&](bool has, double value, const char* field) {
+    if (has && !(value >= 0)) {
+      errors.push_back(absl::StrCat("optimizer.param_groups.", field, ": ", value,
+                                    "; must be >= 0 (leave it out to use the optimizer's)"));
+    }
+  };
+  non_negative(groups.has_bias_weight_decay(), groups.bias_weight_decay(), "bias_weight_decay");
+  non_negative(groups.has_embedding_weight_decay(), groups.embedding_weight_decay(),
+               "embedding_weight_decay");
+  non_negative(groups.has_norm_weight_decay(), groups.norm_weight_decay(), "norm_weight_decay");
+  for (int i = 0; i < groups.lr_scales_size(); ++i) {
+    const LearningRateScale& scale = groups.lr_scales(i);
+    const std::string field = absl::StrCat("optimizer.param_groups.lr_scales[", i, "]");
+    if (scale.pattern().empty()) {
+      errors.push_back(absl::StrCat(field, ".pattern: empty; give a glob over parameter names, "
+                                           "e.g. \"fc.*\""));
+    }
+    if (!(scale.lr_scale() > 0)) {
+      errors.push_back(absl::StrCat(field, ".lr_scale: ", scale.lr_scale(), "; must be > 0"));
+    }
+  }
+  if (!(groups.layer_decay() >= 0 && groups.layer_decay() <= 1)) {
+    errors.push_back(absl::StrCat("optimizer.param_groups.layer_decay: ", groups.layer_decay(),
+                                  "; must be in (0, 1] (0 = off)"));
+  }
 }
 
 void CheckTrainer(const TrainerConfig& trainer, std::vector<std::string>& errors) {
@@ -263,6 +293,7 @@ absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
   ResolvePlugin<Strategy>("strategy", resolved.mutable_strategy(), errors);
   NameDefault<Optimizer>("optimizer", resolved.mutable_optimizer(), errors);
   ResolvePlugin<Optimizer>("optimizer", resolved.mutable_optimizer(), errors);
+  CheckParamGroups(resolved.optimizer().param_groups(), errors);
   NameDefault<Loss>("loss", resolved.mutable_loss(), errors);
   ResolvePlugin<Loss>("loss", resolved.mutable_loss(), errors);
   if (resolved.metrics_size() == 0) NameDefault<Metric>("metrics", resolved.add_metrics(), errors);

@@ -33,8 +33,9 @@ class LearningRateSchedule {
 };
 
 struct ScheduleContext {
-  // The optimizer's learning rate of the first parameter group, before any
-  // schedule: what an absolute bound (plateau's min_lr) is relative to.
+  // The optimizer's learning rate (its options' lr, before any parameter
+  // group's lr_scale and any schedule): what an absolute bound (plateau's
+  // min_lr) is relative to.
   double base_lr = 0;
 };
 

@@ -76,6 +76,9 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       "broken_optimizer_drops_momentum_on_save.SavingAndRestoringTheStateResumesBitwise",
       "broken_optimizer_one_options_for_all_groups."
       "EachParamGroupStepsWithItsOwnOptionsAndKeepsThem",
+      // The first group's own weight decay, copied, reaches the others.
+      "broken_optimizer_one_options_for_all_groups.AGroupsOwnWeightDecayChangesThatGroupOnly",
+      "broken_optimizer_ignores_group_weight_decay.AGroupsOwnWeightDecayChangesThatGroupOnly",
       "broken_optimizer_ignores_lr_changes.ALearningRateSetBeforeAStepIsTheOneItUses",
       "broken_optimizer_decays_gradless.AParameterWithoutAGradientIsLeftAlone",
       "broken_loss_naive_softmax.GivesAFiniteScalarForRandomLogits",

@@ -38,6 +38,8 @@ constexpr int kSteps = 3;
 constexpr int kMoreSteps = 3;
 // The second param group's learning rate, as a share of the first's.
 constexpr double kSecondGroupShare = 0.5;
+// A weight decay a group is given of its own.
+constexpr double kOwnWeightDecay = 0.0123;
 
 // The parameters, in this order: a layer's weight and bias and a norm's scale.
 constexpr const char* kNames[] = {"weight", "bias", "norm"};
@@ -99,28 +101,27 @@ std::string Differing(const Tensors& actual, const Tensors& expected,
   return absl::StrJoin(differing, ", ");
 }
 
-absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConformanceParams& params,
-                                                  const Tensors& parameters) {
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateWith(const OptimizerConformanceParams& params,
+                                                      const OptimizerContext& context) {
   absl::StatusOr<PluginConfig> config = ConformanceConfig<Optimizer>(params.plugin, params.options);
   if (!config.ok()) return config.status();
-  return Registry<Optimizer>::Global().Create(*config, OptimizerContext{parameters});
+  return Registry<Optimizer>::Global().Create(*config, context);
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConformanceParams& params,
+                                                  const Tensors& parameters) {
+  return CreateWith(params, OptimizerContext::OneGroup(parameters));
 }
 
 // The plugin's optimizer over the weight, plus a second param group for the
-// bias and the norm, with the first group's options at kSecondGroupShare of
-// its learning rate (the way parameters that get other treatment, such as
+// bias and the norm at kSecondGroupShare of its learning rate, as the core
+// asks for them (the way parameters that get other treatment, such as
 // biases and norms, are given a group of their own).
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateGrouped(const OptimizerConformanceParams& params,
                                                          const Tensors& parameters) {
-  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer = Create(params, {parameters[0]});
-  if (!optimizer.ok()) return optimizer.status();
-  std::unique_ptr<torch::optim::OptimizerOptions> options =
-      (*optimizer)->param_groups()[0].options().clone();
-  options->set_lr(options->get_lr() * kSecondGroupShare);
-  (*optimizer)
-      ->add_param_group(
-          torch::optim::OptimizerParamGroup({parameters[1], parameters[2]}, std::move(options)));
-  return optimizer;
+  OptimizerContext context = OptimizerContext::OneGroup({parameters[0]});
+  context.groups.push_back({{parameters[1], parameters[2]}, kSecondGroupShare});
+  return CreateWith(params, context);
 }
 
 // The optimizer's state as a checkpoint holds it (pipeline/checkpoint):
@@ -262,6 +263,30 @@ TEST_P(OptimizerConformanceTest, EachParamGroupStepsWithItsOwnOptionsAndKeepsThe
                                  << Describe(options[g]) << ", after a restore they are "
                                  << Describe(after);
   }
+}
+
+TEST_P(OptimizerConformanceTest, AGroupsOwnWeightDecayChangesThatGroupOnly) {
+  const Tensors initial = MakeParameters(torch::kFloat);
+  const std::vector<Tensors> gradients = GradientSequence(initial, kSteps);
+  // The same steps with and without a weight decay of the weight's group's
+  // own, one no plugin takes by default.
+  std::vector<Tensors> results;
+  for (const bool own_decay : {false, true}) {
+    const Tensors parameters = Copies(initial);
+    OptimizerContext context = OptimizerContext::OneGroup({parameters[0]});
+    if (own_decay) context.groups[0].weight_decay = kOwnWeightDecay;
+    context.groups.push_back({{parameters[1], parameters[2]}});
+    CREATE_OR_RETURN(optimizer, CreateWith(GetParam(), context));
+    TakeSteps(optimizer, parameters, gradients, 0, kSteps);
+    results.push_back(parameters);
+  }
+  EXPECT_NE(Differing({results[1][0]}, {results[0][0]}, {"weight"}), "")
+      << "the weight's group was given weight_decay " << kOwnWeightDecay
+      << " and stepped as with the optimizer's own";
+  EXPECT_EQ(Differing({results[1][1], results[1][2]}, {results[0][1], results[0][2]},
+                      {"bias", "norm"}),
+            "")
+      << "another group's weight decay changed how the bias and norm group steps";
 }
 
 TEST_P(OptimizerConformanceTest, ZeroGradLeavesGradientsAsTorchsOwnOptimizerDoes) {

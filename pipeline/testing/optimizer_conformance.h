@@ -3,7 +3,8 @@
 
 // What every optimizer plugin must do, on a few small parameter tensors
 // (a 4x3 "weight", a "bias" and a "norm" scale; the core hands the plugin
-// its parameters and the trainer scales each param group's learning rate):
+// its parameters in groups, OptimizerContext::groups, and the trainer
+// scales each param group's learning rate):
 //
 //  - a step where every gradient is zero, from a fresh state, leaves every
 //    parameter finite and a parameter that is all zeros at zero (neither a
@@ -13,10 +14,12 @@
 //    bytes) and loaded into a fresh optimizer over copies of the
 //    parameters, then n more steps, equal an uninterrupted k + n steps (and
 //    so does the optimizer that was saved, saving changes nothing);
-//  - each param group (one added with add_param_group and its own learning
-//    rate, as for bias and norm parameters) steps with its own options,
-//    exactly as if it were an optimizer of its own, and keeps them through
-//    steps and through a save and restore;
+//  - each group the context gives (the second one with lr_scale 0.5, as
+//    for bias and norm parameters) becomes a param group that steps with
+//    its own options, exactly as if it were an optimizer of its own, and
+//    keeps them through steps and through a save and restore;
+//  - a group given a weight_decay of its own steps otherwise than with the
+//    optimizer's, and the other groups step as they did;
 //  - zero_grad leaves the gradients as torch's own optimizer leaves them
 //    (LibTorch 1.13: defined and zero), which needs the param groups to
 //    hold the caller's tensors themselves;

@@ -25,8 +25,8 @@ torch::optim::SGDOptions BrokenSgdOptions() { return torch::optim::SGDOptions(0.
 // a guard: a zero gradient gives NaN.
 class NormalizesGradients : public SGD {
  public:
-  explicit NormalizesGradients(std::vector<torch::Tensor> parameters)
-      : SGD(std::move(parameters), BrokenSgdOptions()) {}
+  explicit NormalizesGradients(const OptimizerContext& context)
+      : SGD(TorchParamGroups(context, BrokenSgdOptions()), BrokenSgdOptions()) {}
   torch::Tensor step(LossClosure closure = nullptr) override {
     {
       torch::NoGradGuard no_grad;
@@ -43,8 +43,8 @@ class NormalizesGradients : public SGD {
 // Saves its param groups but not its momentum buffers.
 class DropsMomentumOnSave : public SGD {
  public:
-  explicit DropsMomentumOnSave(std::vector<torch::Tensor> parameters)
-      : SGD(std::move(parameters), BrokenSgdOptions()) {}
+  explicit DropsMomentumOnSave(const OptimizerContext& context)
+      : SGD(TorchParamGroups(context, BrokenSgdOptions()), BrokenSgdOptions()) {}
   void save(torch::serialize::OutputArchive& archive) const override {
     SGD stateless(param_groups(), static_cast<const torch::optim::SGDOptions&>(defaults()));
     stateless.save(archive);
@@ -54,8 +54,8 @@ class DropsMomentumOnSave : public SGD {
 // Every param group steps with the first group's options.
 class OneOptionsForAllGroups : public SGD {
  public:
-  explicit OneOptionsForAllGroups(std::vector<torch::Tensor> parameters)
-      : SGD(std::move(parameters), BrokenSgdOptions()) {}
+  explicit OneOptionsForAllGroups(const OptimizerContext& context)
+      : SGD(TorchParamGroups(context, BrokenSgdOptions()), BrokenSgdOptions()) {}
   torch::Tensor step(LossClosure closure = nullptr) override {
     for (size_t g = 1; g < param_groups().size(); ++g) {
       param_groups()[g].set_options(param_groups()[0].options().clone());
@@ -68,8 +68,8 @@ class OneOptionsForAllGroups : public SGD {
 // they were set to since (its options still say what was set).
 class IgnoresLearningRateChanges : public SGD {
  public:
-  explicit IgnoresLearningRateChanges(std::vector<torch::Tensor> parameters)
-      : SGD(std::move(parameters), BrokenSgdOptions()) {}
+  explicit IgnoresLearningRateChanges(const OptimizerContext& context)
+      : SGD(TorchParamGroups(context, BrokenSgdOptions()), BrokenSgdOptions()) {}
   torch::Tensor step(LossClosure closure = nullptr) override {
     std::vector<double> set;
     for (size_t g = 0; g < param_groups().size(); ++g) {
@@ -90,8 +90,8 @@ class IgnoresLearningRateChanges : public SGD {
 // Decays every parameter, those without a gradient too.
 class DecaysParametersWithoutGradients : public SGD {
  public:
-  explicit DecaysParametersWithoutGradients(std::vector<torch::Tensor> parameters)
-      : SGD(std::move(parameters), BrokenSgdOptions()) {}
+  explicit DecaysParametersWithoutGradients(const OptimizerContext& context)
+      : SGD(TorchParamGroups(context, BrokenSgdOptions()), BrokenSgdOptions()) {}
   torch::Tensor step(LossClosure closure = nullptr) override {
     {
       torch::NoGradGuard no_grad;
@@ -103,13 +103,28 @@ class DecaysParametersWithoutGradients : public SGD {
   }
 };
 
+// Gives every group the optimizer's own weight decay, whatever the core
+// asked for.
+class IgnoresGroupWeightDecay : public SGD {
+ public:
+  explicit IgnoresGroupWeightDecay(const OptimizerContext& context)
+      : SGD(WithoutWeightDecays(context), BrokenSgdOptions()) {}
+
+ private:
+  static std::vector<torch::optim::OptimizerParamGroup> WithoutWeightDecays(
+      OptimizerContext context) {
+    for (OptimizerParameterGroup& group : context.groups) group.weight_decay.reset();
+    return TorchParamGroups(context, BrokenSgdOptions());
+  }
+};
+
 template <typename T>
 void RegisterOptimizer(const char* name) {
   static const PluginRegistration<Optimizer, Empty> registration(
       name, "broken on purpose",
       [](const Empty&,
          const OptimizerContext& context) -> absl::StatusOr<std::unique_ptr<Optimizer>> {
-        return std::make_unique<T>(context.parameters);
+        return std::make_unique<T>(context);
       });
 }
 
@@ -119,6 +134,7 @@ const bool kRegistered = [] {
   RegisterOptimizer<OneOptionsForAllGroups>("broken_optimizer_one_options_for_all_groups");
   RegisterOptimizer<IgnoresLearningRateChanges>("broken_optimizer_ignores_lr_changes");
   RegisterOptimizer<DecaysParametersWithoutGradients>("broken_optimizer_decays_gradless");
+  RegisterOptimizer<IgnoresGroupWeightDecay>("broken_optimizer_ignores_group_weight_decay");
   return true;
 }();
 
@@ -132,6 +148,7 @@ BROKEN_OPTIMIZER(broken_optimizer_drops_momentum_on_save);
 BROKEN_OPTIMIZER(broken_optimizer_one_options_for_all_groups);
 BROKEN_OPTIMIZER(broken_optimizer_ignores_lr_changes);
 BROKEN_OPTIMIZER(broken_optimizer_decays_gradless);
+BROKEN_OPTIMIZER(broken_optimizer_ignores_group_weight_decay);
 
 }  // namespace
 }  // namespace testing

@@ -14,6 +14,7 @@
 #include "pipeline/trainer/checkpoint_hook.h"
 #include "pipeline/trainer/compute_format.h"
 #include "pipeline/trainer/output_write_errors.h"
+#include "pipeline/trainer/parameter_groups.h"
 #include "pipeline/trainer/run_info.h"
 #include "pipeline/util/durable_file.h"
 #include "pipeline/util/status_macros.h"
@@ -131,13 +132,29 @@ absl::Status PrepareModel(const PipelineConfig& config, std::ostream* log, Train
 absl::Status BuildOptimization(const PipelineConfig& config, TrainRun& run) {
   // Frozen parameters (freeze_backbone) stay out, so neither weight decay
   // nor momentum moves them.
-  ASSIGN_OR_RETURN(run.optimizer, Registry<Optimizer>::Global().Create(
-                                      config.optimizer(), {TrainableParameters(*run.model)}));
+  ASSIGN_OR_RETURN(const OptimizerContext groups,
+                   GroupParameters(config.optimizer().param_groups(), *run.model));
+  run.parameter_groups = DescribeParameterGroups(groups);
+  ASSIGN_OR_RETURN(run.optimizer, Registry<Optimizer>::Global().Create(config.optimizer(), groups));
+  if (run.optimizer->param_groups().size() != groups.groups.size()) {
+    return absl::InternalError(absl::StrCat(
+        "optimizer \"", config.optimizer().name(), "\" made ",
+        run.optimizer->param_groups().size(), " param groups of the ", groups.groups.size(),
+        " it was given; an optimizer plugin must keep OptimizerContext::groups"));
+  }
   for (auto& group : run.optimizer->param_groups()) {
     run.base_lr.push_back(group.options().get_lr());
   }
+  // Exactly the optimizer's lr where a group is unscaled.
+  run.optimizer_lr = run.base_lr[0] / groups.groups[0].lr_scale;
+  for (size_t g = 0; g < groups.groups.size(); ++g) {
+    if (groups.groups[g].lr_scale == 1) {
+      run.optimizer_lr = run.base_lr[g];
+      break;
+    }
+  }
   ASSIGN_OR_RETURN(run.schedule, Registry<LearningRateSchedule>::Global().Create(
-                                     config.learning_rate().schedule(), {run.base_lr[0]}));
+                                     config.learning_rate().schedule(), {run.optimizer_lr}));
   // After base_lr is read: the saved state holds the last scheduled rate.
   if (run.resume) {
     RETURN_IF_ERROR(RestoreOptimizerState(run.resume->path, *run.optimizer));

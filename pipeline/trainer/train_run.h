@@ -38,6 +38,11 @@ struct TrainRun {
   std::unique_ptr<Model> model;
   std::unique_ptr<Optimizer> optimizer;
   std::vector<double> base_lr;  // of each parameter group
+  // The optimizer's own lr, before any group's lr_scale: what the schedule's
+  // bounds are relative to and the learning rate the log reports.
+  double optimizer_lr = 0;
+  // One line per parameter group (DescribeParameterGroups).
+  std::vector<std::string> parameter_groups;
   std::unique_ptr<LearningRateSchedule> schedule;
   std::unique_ptr<Loss> loss;
   std::optional<MetricSet> metrics;

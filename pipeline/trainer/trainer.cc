@@ -292,7 +292,7 @@ class TrainingLoop {
     for (size_t g = 0; g < run_.base_lr.size(); ++g) {
       run_.optimizer->param_groups()[g].options().set_lr(run_.base_lr[g] * factor);
     }
-    context_.position.learning_rate = run_.base_lr[0] * factor;
+    context_.position.learning_rate = run_.optimizer_lr * factor;
   }
 
   bool IsLogStep() const {
@@ -328,6 +328,9 @@ void PrintHeader(const PipelineConfig& config, const TrainRun& run, std::ostream
   log << "compute: " << TrainerConfig::Precision_Name(run.compute.precision)
       << (run.compute.channels_last ? ", channels-last" : ", contiguous") << " on "
       << run.compute.device << "; " << run.compute.reason << "\n";
+  for (const std::string& group : run.parameter_groups) {
+    log << "optimizer " << config.optimizer().name() << ": " << group << "\n";
+  }
 }
 
 // The hooks of `config`, in the order they hear each event: the EMA

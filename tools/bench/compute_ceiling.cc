@@ -37,8 +37,8 @@ ComputeResult ComputeCeiling(const PipelineConfig& config, int batch_size, doubl
     }
   }
   auto optimizer =
-      OrDie(Registry<torch::optim::Optimizer>::Global().Create(config.optimizer(),
-                                                               {model->parameters()}));
+      OrDie(Registry<torch::optim::Optimizer>::Global().Create(
+          config.optimizer(), OptimizerContext::OneGroup(model->parameters())));
   const at::Tensor images = at::randn({batch_size, kChannels, kSize, kSize}).contiguous(format);
   const at::Tensor labels = at::randint(kClasses, {batch_size}, at::kLong);
   const double steps = StepsPerSecond(min_seconds, [&] {

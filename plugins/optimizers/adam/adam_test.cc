@@ -12,7 +12,7 @@ TEST(AdamTest, FirstStepsMatchTheUpdateRule) {
   torch::Tensor p = torch::ones({1}, torch::requires_grad());
   auto optimizer = testing::CreatePlugin<Optimizer>(
       R"pb(name: "adam" options { [type.googleapis.com/pipeline.AdamOptions] { lr: 0.1 } })pb",
-      {.parameters = {p}});
+      OptimizerContext::OneGroup({p}));
   ASSERT_TRUE(optimizer.ok()) << optimizer.status();
   double m = 0, v = 0, expected = 1;
   const double gradients[] = {2.0, -1.0, 0.5};

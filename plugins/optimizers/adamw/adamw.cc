@@ -15,12 +15,12 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateAdamW(const AdamWOptions& options,
                                                        const OptimizerContext& context) {
-  return std::make_unique<torch::optim::AdamW>(
-      context.parameters, torch::optim::AdamWOptions(options.lr())
-                              .betas({options.beta1(), options.beta2()})
-                              .eps(options.eps())
-                              .weight_decay(options.weight_decay())
-                              .amsgrad(options.amsgrad()));
+  const auto defaults = torch::optim::AdamWOptions(options.lr())
+                            .betas({options.beta1(), options.beta2()})
+                            .eps(options.eps())
+                            .weight_decay(options.weight_decay())
+                            .amsgrad(options.amsgrad());
+  return std::make_unique<torch::optim::AdamW>(TorchParamGroups(context, defaults), defaults);
 }
 
 PIPELINE_REGISTER_PLUGIN(torch::optim::Optimizer, "adamw", AdamWOptions,

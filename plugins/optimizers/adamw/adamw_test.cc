@@ -13,7 +13,7 @@ TEST(AdamWTest, DecaysWeightsDecoupledFromTheGradient) {
   auto optimizer = testing::CreatePlugin<Optimizer>(
       R"pb(name: "adamw"
            options { [type.googleapis.com/pipeline.AdamWOptions] { lr: 0.1 weight_decay: 0.5 } })pb",
-      {.parameters = {p}});
+      OptimizerContext::OneGroup({p}));
   ASSERT_TRUE(optimizer.ok()) << optimizer.status();
   p.mutable_grad() = torch::full({1}, 2.0);
   (*optimizer)->step();

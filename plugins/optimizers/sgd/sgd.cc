@@ -31,12 +31,12 @@ absl::Status ValidateSgd(const SgdOptions& options) {
 
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateSgd(const SgdOptions& options,
                                                      const OptimizerContext& context) {
-  return std::make_unique<torch::optim::SGD>(context.parameters,
-                                             torch::optim::SGDOptions(options.lr())
-                                                 .momentum(options.momentum())
-                                                 .dampening(options.dampening())
-                                                 .weight_decay(options.weight_decay())
-                                                 .nesterov(options.nesterov()));
+  const auto defaults = torch::optim::SGDOptions(options.lr())
+                            .momentum(options.momentum())
+                            .dampening(options.dampening())
+                            .weight_decay(options.weight_decay())
+                            .nesterov(options.nesterov());
+  return std::make_unique<torch::optim::SGD>(TorchParamGroups(context, defaults), defaults);
 }
 
 PIPELINE_DEFAULT_PLUGIN(torch::optim::Optimizer, "optimizer", "sgd");

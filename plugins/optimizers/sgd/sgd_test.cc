@@ -12,7 +12,7 @@ namespace {
 // `steps` optimizer steps.
 double AfterSteps(const std::string& config, int steps) {
   torch::Tensor p = torch::ones({1}, torch::requires_grad());
-  auto optimizer = testing::CreatePlugin<Optimizer>(config, {.parameters = {p}});
+  auto optimizer = testing::CreatePlugin<Optimizer>(config, OptimizerContext::OneGroup({p}));
   EXPECT_TRUE(optimizer.ok()) << optimizer.status();
   for (int i = 0; i < steps; ++i) {
     p.mutable_grad() = torch::full({1}, 2.0);
