@@ -11,15 +11,12 @@
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "torch/utils.h"
 
 namespace pipeline {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr char kTestdata[] = "plugins/models/googlenet/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeGoogLeNet(const std::string& options,
                                                      const ModelContext& context) {
@@ -33,57 +30,6 @@ absl::StatusOr<std::unique_ptr<Model>> MakeGoogLeNet(const std::string& options,
 using testing::DeterministicInput;
 using testing::FillDeterministically;
 using testing::ReadLogits;
-
-// Options, the fixture torchvision_state_dict_keys.py writes for the same
-// constructor arguments, and torchvision's parameter count.
-struct Variant {
-  std::string options;
-  std::string fixture;
-  int64_t parameters;
-};
-
-void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.options; }
-
-class GoogLeNetVariantTest : public ::testing::TestWithParam<Variant> {};
-
-TEST_P(GoogLeNetVariantTest, StateDictMatchesTorchvision) {
-  auto model = MakeGoogLeNet(GetParam().options, ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(
-      testing::StateDictMatchesFixture(**model, absl::StrCat(kTestdata, GetParam().fixture)));
-  int64_t parameters = 0;
-  for (const torch::Tensor& parameter : (*model)->parameters()) parameters += parameter.numel();
-  EXPECT_EQ(parameters, GetParam().parameters);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    AuxLogitsOnAndOff, GoogLeNetVariantTest,
-    ::testing::Values(Variant{"aux_logits: true", "torchvision_googlenet_state_dict.txt", 13004888},
-                      Variant{"aux_logits: false",
-                              "torchvision_googlenet_aux_logits_False_state_dict.txt", 6624904}),
-    [](const ::testing::TestParamInfo<Variant>& info) {
-      return info.param.options == "aux_logits: true" ? "WithAuxLogits" : "WithoutAuxLogits";
-    });
-
-TEST(GoogLeNetTest, LogitsMatchTorchvisionForTheSameWeights) {
-  auto model = MakeGoogLeNet("", ModelContext{10, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  FillDeterministically(**model);
-  (*model)->eval();
-  const torch::Tensor expected =
-      ReadLogits(absl::StrCat(kTestdata, "torchvision_googlenet_parity_logits.txt"));
-  ASSERT_TRUE(expected.defined());
-  torch::NoGradGuard no_grad;
-  const torch::Tensor logits = (*model)->forward(DeterministicInput());
-  ASSERT_EQ(logits.sizes(), expected.sizes());
-  // The same kernels run on both sides, so the logits agree to the last bit
-  // here; the tolerance leaves room for another CPU or thread count.
-  const double tolerance = 2e-5 * expected.abs().max().item<double>();
-  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
-      << "C++:\n"
-      << logits << "\ntorchvision:\n"
-      << expected;
-}
 
 TEST(GoogLeNetTest, AuxiliaryClassifiersRunInTrainingWithTheirLossWeight) {
   torch::manual_seed(0);

@@ -11,7 +11,6 @@
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "torch/utils.h"
 
 namespace pipeline {
@@ -33,38 +32,6 @@ absl::StatusOr<std::unique_ptr<Model>> MakeInceptionV3(const std::string& option
 using testing::DeterministicInput;
 using testing::FillDeterministically;
 using testing::ReadLogits;
-
-// Options, the fixture torchvision_state_dict_keys.py writes for the same
-// constructor arguments, and torchvision's parameter count.
-struct Variant {
-  std::string options;
-  std::string fixture;
-  int64_t parameters;
-};
-
-void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.options; }
-
-class InceptionV3VariantTest : public ::testing::TestWithParam<Variant> {};
-
-TEST_P(InceptionV3VariantTest, StateDictMatchesTorchvision) {
-  auto model = MakeInceptionV3(GetParam().options, ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(
-      testing::StateDictMatchesFixture(**model, absl::StrCat(kTestdata, GetParam().fixture)));
-  int64_t parameters = 0;
-  for (const torch::Tensor& parameter : (*model)->parameters()) parameters += parameter.numel();
-  EXPECT_EQ(parameters, GetParam().parameters);
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    AuxLogitsOnAndOff, InceptionV3VariantTest,
-    ::testing::Values(
-        Variant{"aux_logits: true", "torchvision_inception_v3_state_dict.txt", 27161264},
-        Variant{"aux_logits: false", "torchvision_inception_v3_aux_logits_False_state_dict.txt",
-                23834568}),
-    [](const ::testing::TestParamInfo<Variant>& info) {
-      return info.param.options == "aux_logits: true" ? "WithAuxLogits" : "WithoutAuxLogits";
-    });
 
 TEST(InceptionV3Test, LogitsMatchTorchvisionForTheSameWeights) {
   auto model = MakeInceptionV3("", ModelContext{10, 3});

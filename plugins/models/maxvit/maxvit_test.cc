@@ -10,7 +10,6 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "pipeline/util/torch_status.h"
 #include "torch/utils.h"
 
@@ -28,18 +27,6 @@ absl::StatusOr<std::unique_ptr<Model>> MakeMaxVit(const std::string& options,
 using testing::DeterministicInput;
 using testing::FillDeterministically;
 using testing::ReadLogits;
-
-TEST(MaxVitTest, StateDictMatchesTorchvision) {
-  auto model = MakeMaxVit("variant: MAXVIT_T", ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(testing::StateDictMatchesFixture(
-      **model, absl::StrCat(kTestdata, "torchvision_maxvit_t_state_dict.txt")));
-  // The fixture does not say which entries are parameters: torchvision's
-  // count does (the relative_position_index tables are buffers).
-  int64_t parameters = 0;
-  for (const torch::Tensor& parameter : (*model)->parameters()) parameters += parameter.numel();
-  EXPECT_EQ(parameters, 30919624);
-}
 
 TEST(MaxVitTest, LogitsMatchTorchvisionForTheSameWeights) {
   auto model = MakeMaxVit("", ModelContext{10, 3});

@@ -11,13 +11,10 @@
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "torch/utils.h"
 
 namespace pipeline {
 namespace {
-
-constexpr char kTestdata[] = "plugins/models/mnasnet/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeMnasNet(const std::string& options,
                                                    const ModelContext& context) {
@@ -32,58 +29,6 @@ using testing::DeterministicInput;
 using testing::FillDeterministically;
 using testing::ParameterShape;
 using testing::ReadLogits;
-
-// A variant as the options name it, torchvision's constructor for it and
-// its parameter count (torchvision's num_params).
-struct Variant {
-  std::string option;
-  std::string torchvision_name;
-  int64_t parameters;
-};
-
-void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.option; }
-
-class MnasNetVariantTest : public ::testing::TestWithParam<Variant> {};
-
-TEST_P(MnasNetVariantTest, StateDictMatchesTorchvision) {
-  auto model = MakeMnasNet(absl::StrCat("variant: ", GetParam().option), ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(testing::StateDictMatchesFixture(
-      **model,
-      absl::StrCat(kTestdata, "torchvision_", GetParam().torchvision_name, "_state_dict.txt")));
-  int64_t parameters = 0;
-  for (const torch::Tensor& parameter : (*model)->parameters()) parameters += parameter.numel();
-  EXPECT_EQ(parameters, GetParam().parameters);
-}
-
-INSTANTIATE_TEST_SUITE_P(Variants, MnasNetVariantTest,
-                         ::testing::Values(Variant{"MNASNET0_5", "mnasnet0_5", 2218512},
-                                           Variant{"MNASNET0_75", "mnasnet0_75", 3170208},
-                                           Variant{"MNASNET1_0", "mnasnet1_0", 4383312},
-                                           Variant{"MNASNET1_3", "mnasnet1_3", 6282256}),
-                         [](const ::testing::TestParamInfo<Variant>& info) {
-                           return info.param.option;
-                         });
-
-TEST(MnasNetTest, LogitsMatchTorchvisionForTheSameWeights) {
-  auto model = MakeMnasNet("variant: MNASNET0_5", ModelContext{10, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  FillDeterministically(**model);
-  (*model)->eval();
-  const torch::Tensor expected =
-      ReadLogits(absl::StrCat(kTestdata, "torchvision_mnasnet0_5_parity_logits.txt"));
-  ASSERT_TRUE(expected.defined());
-  torch::NoGradGuard no_grad;
-  const torch::Tensor logits = (*model)->forward(DeterministicInput());
-  ASSERT_EQ(logits.sizes(), expected.sizes());
-  // The same kernels run on both sides, so the logits agree to the last bit
-  // here; the tolerance leaves room for another CPU or thread count.
-  const double tolerance = 2e-5 * expected.abs().max().item<double>();
-  EXPECT_LE((logits - expected).abs().max().item<double>(), tolerance)
-      << "C++:\n"
-      << logits << "\ntorchvision:\n"
-      << expected;
-}
 
 TEST(MnasNetTest, DefaultsToMnasNet1_0) {
   auto model = MakeMnasNet("", ModelContext{10, 3});
@@ -126,14 +71,6 @@ TEST(MnasNetTest, InitialisesLikeTorchvision) {
   EXPECT_LE(classifier.abs().max().item<double>(), std::sqrt(3.0 / 10));
   EXPECT_NEAR(classifier.std().item<double>(), std::sqrt(1.0 / 10), 0.01);
   EXPECT_TRUE(parameters["classifier.1.bias"].eq(0).all().item<bool>());
-}
-
-TEST(MnasNetTest, RejectsADropoutOutsideZeroToOne) {
-  auto model = MakeMnasNet("dropout: 1.5", ModelContext{10, 3});
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(model.status().message(),
-            "options: dropout: 1.5 is not a probability from 0 to 1 (torch.nn.Dropout's range); "
-            "set 0 to disable dropout");
 }
 
 }  // namespace

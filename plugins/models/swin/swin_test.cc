@@ -12,7 +12,6 @@
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "pipeline/util/torch_status.h"
 #include "torch/utils.h"
 
@@ -30,42 +29,6 @@ absl::StatusOr<std::unique_ptr<Model>> MakeSwin(const std::string& options,
 using testing::DeterministicInput;
 using testing::FillDeterministically;
 using testing::ReadLogits;
-
-// A variant as the options name it, torchvision's constructor for it and
-// its parameter count (torchvision's weights' num_params).
-struct Variant {
-  std::string option;
-  std::string torchvision_name;
-  int64_t parameters;
-};
-
-void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.option; }
-
-class SwinVariantTest : public ::testing::TestWithParam<Variant> {};
-
-TEST_P(SwinVariantTest, StateDictMatchesTorchvision) {
-  auto model = MakeSwin(absl::StrCat("variant: ", GetParam().option), ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(testing::StateDictMatchesFixture(
-      **model,
-      absl::StrCat(kTestdata, "torchvision_", GetParam().torchvision_name, "_state_dict.txt")));
-  // The fixture does not say which entries are parameters: the count does
-  // (relative_position_index and v2's relative_coords_table are buffers).
-  int64_t parameters = 0;
-  for (const torch::Tensor& parameter : (*model)->parameters()) parameters += parameter.numel();
-  EXPECT_EQ(parameters, GetParam().parameters);
-}
-
-INSTANTIATE_TEST_SUITE_P(Variants, SwinVariantTest,
-                         ::testing::Values(Variant{"SWIN_T", "swin_t", 28288354},
-                                           Variant{"SWIN_S", "swin_s", 49606258},
-                                           Variant{"SWIN_B", "swin_b", 87768224},
-                                           Variant{"SWIN_V2_T", "swin_v2_t", 28351570},
-                                           Variant{"SWIN_V2_S", "swin_v2_s", 49737442},
-                                           Variant{"SWIN_V2_B", "swin_v2_b", 87930848}),
-                         [](const ::testing::TestParamInfo<Variant>& info) {
-                           return info.param.option;
-                         });
 
 // A parity fixture: the variant, its input size and the fixture's name.
 struct Parity {

@@ -11,7 +11,6 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "pipeline/util/torch_status.h"
 #include "pipeline/weights/pretrained.h"
 #include "torch/utils.h"
@@ -37,41 +36,6 @@ std::string TinyVit(int image_size, const std::string& more = "") {
 }
 
 using testing::ReadLogits;
-
-// A variant as the options name it, torchvision's constructor for it and
-// its parameter count there (num_params of torchvision's weights at 224).
-struct Variant {
-  const char* option;
-  const char* torchvision;
-  int64_t parameters;
-};
-
-// Names the variant in failure messages, rather than dumping its bytes.
-void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.option; }
-
-class VitVariantTest : public ::testing::TestWithParam<Variant> {};
-
-// ViT-H/14 holds 632M parameters (2.5 GB): each variant is built once.
-TEST_P(VitVariantTest, StateDictMatchesTorchvision) {
-  auto model = MakeVit(absl::StrCat("variant: ", GetParam().option), ModelContext{1000, 3});
-  ASSERT_TRUE(model.ok()) << model.status();
-  EXPECT_TRUE(testing::StateDictMatchesFixture(
-      **model,
-      absl::StrCat(kTestdata, "torchvision_", GetParam().torchvision, "_state_dict.txt")));
-  int64_t parameters = 0;
-  for (const torch::Tensor& p : (*model)->parameters()) parameters += p.numel();
-  EXPECT_EQ(parameters, GetParam().parameters);
-}
-
-INSTANTIATE_TEST_SUITE_P(AllVariants, VitVariantTest,
-                         ::testing::Values(Variant{"B_16", "vit_b_16", 86567656},
-                                           Variant{"B_32", "vit_b_32", 88224232},
-                                           Variant{"L_16", "vit_l_16", 304326632},
-                                           Variant{"L_32", "vit_l_32", 306535400},
-                                           Variant{"H_14", "vit_h_14", 632045800}),
-                         [](const ::testing::TestParamInfo<Variant>& info) {
-                           return std::string(info.param.option);
-                         });
 
 TEST(VitTest, LogitsMatchTorchvisionForTheSameWeights) {
   auto model = MakeVit("variant: B_32", ModelContext{10, 3});
