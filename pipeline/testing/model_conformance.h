@@ -37,11 +37,14 @@
 //  - built through BuildModel as a config with model.weights and
 //    model.freeze_backbone builds it, exactly the parameters under
 //    head_prefixes() still require grad;
-//  - in training, a few SGD steps (cross entropy on a random batch) change
-//    every parameter that requires grad. A few, not one: a layer that
-//    starts at zero (torchvision's ViT head, zero_init_residual's last
-//    BatchNorm of each block) leaves the layers before it a zero gradient
-//    in the first step, as in PyTorch;
+//  - in training, a few SGD steps (the training loss: cross entropy on a
+//    random batch, plus the auxiliary classifiers' weighted losses) move
+//    every parameter that requires grad, or give it a nonzero gradient (a
+//    step too small for float32 to change a weight near 1, as ConvNeXt's
+//    LayerNorms behind a layer scale of 1e-6 get, still shows it takes
+//    part). A few, not one: a layer that starts at zero (torchvision's ViT
+//    head, zero_init_residual's last BatchNorm of each block) leaves the
+//    layers before it a zero gradient in the first step, as in PyTorch;
 //  - a floating-point option named `dropout`, `*_dropout` or `*_prob` is a
 //    probability: validating the config (before anything is built) accepts
 //    0 and 1 and refuses -0.1 and 1.5 with InvalidArgument, naming the

@@ -15,13 +15,14 @@
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/parity_fixture.h"
 #include "pipeline/testing/plugin_test_util.h"
-#include "pipeline/testing/state_dict_fixture.h"
 #include "torch/nn/modules/container/sequential.h"
 #include "torch/nn/modules/dropout.h"
 #include "torch/utils.h"
 
 namespace pipeline {
 namespace {
+
+constexpr char kTestdata[] = "plugins/models/efficientnet/testdata/";
 
 absl::StatusOr<std::unique_ptr<Model>> MakeEfficientNet(const std::string& options,
                                                         const ModelContext& context) {
@@ -36,6 +37,47 @@ using testing::DeterministicInput;
 using testing::FillDeterministically;
 using testing::ParameterShape;
 using testing::ReadLogits;
+
+// One of torchvision's constructors and the settings it passes to
+// EfficientNet (torchvision/models/efficientnet.py).
+struct Variant {
+  const char* name;  // the options' enum value
+  double dropout;
+  double norm_eps;
+  double norm_momentum;
+};
+
+// Names the variant in a failure message instead of the struct's bytes.
+void PrintTo(const Variant& variant, std::ostream* os) { *os << variant.name; }
+
+// torchvision's constructor name: efficientnet_b1, efficientnet_v2_s.
+std::string TorchvisionName(const Variant& variant) {
+  return absl::StrCat("efficientnet_", absl::AsciiStrToLower(variant.name));
+}
+
+std::string VariantTestName(const ::testing::TestParamInfo<Variant>& info) {
+  return info.param.name;
+}
+
+// The smallest scaled V1 variant and the smallest V2 have logits fixtures
+// too.
+constexpr Variant kB1 = {"B1", 0.2, 1e-5, 0.1};
+constexpr Variant kV2S = {"V2_S", 0.2, 1e-3, 0.1};
+constexpr Variant kVariants[] = {
+    {"B0", 0.2, 1e-5, 0.1},
+    kB1,
+    {"B2", 0.3, 1e-5, 0.1},
+    {"B3", 0.3, 1e-5, 0.1},
+    {"B4", 0.4, 1e-5, 0.1},
+    {"B5", 0.4, 1e-3, 0.01},
+    {"B6", 0.5, 1e-3, 0.01},
+    {"B7", 0.5, 1e-3, 0.01},
+    kV2S,
+    {"V2_M", 0.3, 1e-3, 0.1},
+    {"V2_L", 0.4, 1e-3, 0.1},
+};
+
+class EfficientNetVariantTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(EfficientNetVariantTest, TakesTorchvisionsDropoutAndBatchNormSettings) {
   auto model = MakeEfficientNet(absl::StrCat("variant: ", GetParam().name), ModelContext{10, 3});
