@@ -36,6 +36,7 @@
 #include "pipeline/util/status_macros.h"
 #include "plugins/models/common/dropout.h"
 #include "plugins/models/common/mobile_blocks.h"
+#include "plugins/models/common/stochastic_depth.h"
 #include "plugins/models/efficientnet/efficientnet.pb.h"
 #include "torch/nn/init.h"
 #include "torch/nn/modules/batchnorm.h"
@@ -165,19 +166,6 @@ class SqueezeExcitationImpl : public torch::nn::Module {
   torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};
 };
 TORCH_MODULE(SqueezeExcitation);
-
-// torchvision.ops.stochastic_depth in "row" mode: in training, zeroes the
-// branch for each image with probability p and scales the survivors by
-// 1 / (1 - p), so its expectation is unchanged.
-torch::Tensor StochasticDepth(const torch::Tensor& x, double p, bool training) {
-  if (!training || p == 0.0) return x;
-  const double survival = 1.0 - p;
-  std::vector<int64_t> size(x.dim(), 1);
-  size[0] = x.size(0);
-  torch::Tensor keep = torch::empty(size, x.options()).bernoulli_(survival);
-  if (survival > 0.0) keep.div_(survival);
-  return x * keep;
-}
 
 // The layers of torchvision's MBConv: an optional 1x1 expansion, a
 // depthwise conv, squeeze-and-excitation and a linear 1x1 projection.
