@@ -1,7 +1,10 @@
 #include "plugins/models/common/inception_blocks.h"
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
 
 namespace pipeline {
 
@@ -23,6 +26,25 @@ torch::Tensor TransformInputLikeTorchvision(const torch::Tensor& images) {
     channels.push_back(images.select(1, c).unsqueeze(1) * (kStd[c] / 0.5) + (kMean[c] - 0.5) / 0.5);
   }
   return torch::cat(channels, 1);
+}
+
+absl::Status ValidateAuxLossWeight(double weight, absl::string_view usual) {
+  // Written to also reject NaN.
+  if (!(weight >= 0 && std::isfinite(weight))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "aux_loss_weight: ", weight, " is not a loss weight; choose 0 or more (", usual, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTransformInputChannels(bool transform_input, int64_t input_channels) {
+  if (transform_input && input_channels != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("transform_input: true rescales the 3 channels of RGB images, but the "
+                     "images have ",
+                     input_channels, "; set transform_input: false"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace pipeline

@@ -198,22 +198,14 @@ absl::Status ValidateGoogLeNetOptions(const GoogLeNetOptions& options) {
         " is not a probability from 0 to 1 (torch.nn.Dropout's range); set 0 to disable "
         "dropout"));
   }
-  if (!(options.aux_loss_weight() >= 0 && std::isfinite(options.aux_loss_weight()))) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("aux_loss_weight: ", options.aux_loss_weight(),
-                     " is not a loss weight; choose 0 or more (0.3 is the GoogLeNet paper's)"));
-  }
+  RETURN_IF_ERROR(
+      ValidateAuxLossWeight(options.aux_loss_weight(), "0.3 is the GoogLeNet paper's"));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateGoogLeNet(const GoogLeNetOptions& options,
                                                        const ModelContext& context) {
-  if (options.transform_input() && context.input_channels != 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("transform_input: true rescales the 3 channels of RGB images, but the "
-                     "images have ",
-                     context.input_channels, "; set transform_input: false"));
-  }
+  RETURN_IF_ERROR(CheckTransformInputChannels(options.transform_input(), context.input_channels));
   return std::make_unique<GoogLeNet>(options, context.num_classes, context.input_channels);
 }
 

@@ -326,22 +326,14 @@ class InceptionV3 : public Model {
 
 absl::Status ValidateInceptionV3Options(const InceptionV3Options& options) {
   RETURN_IF_ERROR(ValidateDropout(options.dropout()));
-  if (!(options.aux_loss_weight() >= 0 && std::isfinite(options.aux_loss_weight()))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "aux_loss_weight: ", options.aux_loss_weight(),
-        " is not a loss weight; choose 0 or more (0.4 is PyTorch's fine-tuning recipe's)"));
-  }
+  RETURN_IF_ERROR(ValidateAuxLossWeight(options.aux_loss_weight(),
+                                        "0.4 is PyTorch's fine-tuning recipe's"));
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<Model>> CreateInceptionV3(const InceptionV3Options& options,
                                                          const ModelContext& context) {
-  if (options.transform_input() && context.input_channels != 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("transform_input: true rescales the 3 channels of RGB images, but the "
-                     "images have ",
-                     context.input_channels, "; set transform_input: false"));
-  }
+  RETURN_IF_ERROR(CheckTransformInputChannels(options.transform_input(), context.input_channels));
   return std::make_unique<InceptionV3>(options, context.num_classes, context.input_channels);
 }
 
