@@ -35,4 +35,20 @@ void InitialiseMobileNetWeights(torch::nn::Module& model) {
   }
 }
 
+SqueezeExcitationImpl::SqueezeExcitationImpl(int64_t channels, int64_t squeeze_channels,
+                                             SqueezeActivation activation,
+                                             ScaleActivation scale_activation)
+    : activation_(activation), scale_activation_(scale_activation) {
+  fc1_ = register_module("fc1", torch::nn::Conv2d(channels, squeeze_channels, 1));
+  fc2_ = register_module("fc2", torch::nn::Conv2d(squeeze_channels, channels, 1));
+}
+
+torch::Tensor SqueezeExcitationImpl::forward(const torch::Tensor& x) {
+  torch::Tensor scale = fc1_(torch::adaptive_avg_pool2d(x, {1, 1}));
+  scale = fc2_(activation_ == SqueezeActivation::kReLU ? scale.relu_() : torch::silu_(scale));
+  scale = scale_activation_ == ScaleActivation::kSigmoid ? scale.sigmoid()
+                                                          : torch::hardsigmoid(scale);
+  return scale * x;
+}
+
 }  // namespace pipeline

@@ -3,7 +3,10 @@
 
 #include <cstdint>
 
+#include "torch/nn/module.h"
 #include "torch/nn/modules/conv.h"
+#include "torch/nn/pimpl.h"
+#include "torch/types.h"
 
 namespace pipeline {
 
@@ -23,6 +26,28 @@ torch::nn::Conv2d NormedConv(int64_t in_channels, int64_t out_channels, int64_t 
 // (fan out) convolutions, zero biases, N(0, 0.01) linear weights; LibTorch's
 // BatchNorm2d already starts at weight 1, bias 0.
 void InitialiseMobileNetWeights(torch::nn::Module& model);
+
+// The activations torchvision's models pass to SqueezeExcitation.
+enum class SqueezeActivation { kReLU, kSiLU };
+enum class ScaleActivation { kSigmoid, kHardsigmoid };
+
+// torchvision.ops.SqueezeExcitation: x times a per-channel scale,
+// scale_activation(fc2(activation(fc1(average pool of x)))), fc1 and fc2
+// 1x1 convolutions (state_dict keys fc1.*, fc2.*). MobileNetV3 uses ReLU and
+// hardsigmoid, EfficientNet and MaxViT SiLU and sigmoid, RegNet ReLU and
+// sigmoid.
+class SqueezeExcitationImpl : public torch::nn::Module {
+ public:
+  SqueezeExcitationImpl(int64_t channels, int64_t squeeze_channels, SqueezeActivation activation,
+                        ScaleActivation scale_activation = ScaleActivation::kSigmoid);
+  torch::Tensor forward(const torch::Tensor& x);
+
+ private:
+  SqueezeActivation activation_;
+  ScaleActivation scale_activation_;
+  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};
+};
+TORCH_MODULE(SqueezeExcitation);
 
 }  // namespace pipeline
 

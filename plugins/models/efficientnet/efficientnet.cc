@@ -146,27 +146,6 @@ class ConvNormActivationImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ConvNormActivation);
 
-// torchvision's SqueezeExcitation with EfficientNet's activations: SiLU
-// between fc1 and fc2, sigmoid for the channel scale.
-class SqueezeExcitationImpl : public torch::nn::Module {
- public:
-  SqueezeExcitationImpl(int64_t channels, int64_t squeeze_channels) {
-    fc1_ = register_module("fc1", torch::nn::Conv2d(channels, squeeze_channels, 1));
-    fc2_ = register_module("fc2", torch::nn::Conv2d(squeeze_channels, channels, 1));
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor scale = torch::adaptive_avg_pool2d(x, {1, 1});
-    scale = fc1_(scale);
-    scale = fc2_(torch::silu_(scale));
-    return scale.sigmoid() * x;
-  }
-
- private:
-  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};
-};
-TORCH_MODULE(SqueezeExcitation);
-
 // The layers of torchvision's MBConv: an optional 1x1 expansion, a
 // depthwise conv, squeeze-and-excitation and a linear 1x1 projection.
 torch::nn::Sequential MBConvLayers(int64_t in_channels, int64_t out_channels, int64_t expanded,
@@ -178,7 +157,8 @@ torch::nn::Sequential MBConvLayers(int64_t in_channels, int64_t out_channels, in
   }
   block->push_back(ConvNormActivation(expanded, expanded, kernel_size, stride,
                                       /*groups=*/expanded, /*silu=*/true, norm));
-  block->push_back(SqueezeExcitation(expanded, std::max<int64_t>(1, in_channels / 4)));
+  block->push_back(SqueezeExcitation(expanded, std::max<int64_t>(1, in_channels / 4),
+                                     SqueezeActivation::kSiLU));
   block->push_back(ConvNormActivation(expanded, out_channels, 1, 1, 1, /*silu=*/false, norm));
   return block;
 }

@@ -39,6 +39,7 @@
 #include "c10/util/Exception.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/layers/batch_norm.h"
+#include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/common/stochastic_depth.h"
 #include "plugins/models/maxvit/maxvit.pb.h"
 #include "plugins/models/maxvit/partition_attention.h"
@@ -100,25 +101,6 @@ class ConvNormGeluImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ConvNormGelu);
 
-// torchvision's SqueezeExcitation with SiLU: fc1, fc2 and a sigmoid scale
-// per channel.
-class SqueezeExcitationImpl : public torch::nn::Module {
- public:
-  SqueezeExcitationImpl(int64_t channels, int64_t squeeze_channels) {
-    fc1_ = register_module("fc1", torch::nn::Conv2d(channels, squeeze_channels, 1));
-    fc2_ = register_module("fc2", torch::nn::Conv2d(squeeze_channels, channels, 1));
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {
-    const torch::Tensor scale = fc2_(torch::silu(fc1_(torch::adaptive_avg_pool2d(x, {1, 1}))));
-    return scale.sigmoid() * x;
-  }
-
- private:
-  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};
-};
-TORCH_MODULE(SqueezeExcitation);
-
 // The MBConv's `layers`: pre_norm, conv_a (1x1 expansion), conv_b (3x3
 // depthwise, carrying the stride), squeeze_excitation, conv_c (1x1
 // projection).
@@ -131,7 +113,8 @@ class MBConvLayersImpl : public torch::nn::Module {
     conv_b_ = register_module("conv_b", ConvNormGelu(mid, mid, 3, stride, /*groups=*/mid));
     squeeze_excitation_ = register_module(
         "squeeze_excitation",
-        SqueezeExcitation(mid, static_cast<int64_t>(out_channels * kSqueezeRatio)));
+        SqueezeExcitation(mid, static_cast<int64_t>(out_channels * kSqueezeRatio),
+                          SqueezeActivation::kSiLU));
     conv_c_ = register_module("conv_c", Conv(mid, out_channels, 1, 1, 1, /*bias=*/true));
   }
 

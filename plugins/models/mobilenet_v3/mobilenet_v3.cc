@@ -124,26 +124,6 @@ class ConvNormActivationImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ConvNormActivation);
 
-// torchvision's SqueezeExcitation with MobileNetV3's activations: ReLU
-// between fc1 and fc2, hardsigmoid for the channel scale.
-class SqueezeExcitationImpl : public torch::nn::Module {
- public:
-  SqueezeExcitationImpl(int64_t channels, int64_t squeeze_channels) {
-    fc1_ = register_module("fc1", torch::nn::Conv2d(channels, squeeze_channels, 1));
-    fc2_ = register_module("fc2", torch::nn::Conv2d(squeeze_channels, channels, 1));
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor scale = torch::adaptive_avg_pool2d(x, {1, 1});
-    scale = fc1_(scale).relu_();
-    return torch::hardsigmoid(fc2_(scale)) * x;
-  }
-
- private:
-  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};
-};
-TORCH_MODULE(SqueezeExcitation);
-
 // torchvision's InvertedResidual: an optional 1x1 expansion, a depthwise
 // conv, an optional squeeze-and-excitation and a linear 1x1 projection, all
 // in `block`; the input is added back where the shape allows.
@@ -162,7 +142,8 @@ class InvertedResidualImpl : public torch::nn::Module {
     block->push_back(ConvNormActivation(expanded, expanded, config.kernel_size, config.stride,
                                         /*groups=*/expanded, activation));
     if (config.squeeze_excitation) {
-      block->push_back(SqueezeExcitation(expanded, MakeDivisible(expanded / 4)));
+      block->push_back(SqueezeExcitation(expanded, MakeDivisible(expanded / 4),
+                                         SqueezeActivation::kReLU, ScaleActivation::kHardsigmoid));
     }
     block->push_back(ConvNormActivation(expanded, out_channels, 1, 1, 1, Activation::kNone));
     block_ = register_module("block", block);

@@ -141,26 +141,6 @@ class ConvNormActivationImpl : public torch::nn::Module {
 };
 TORCH_MODULE(ConvNormActivation);
 
-// torchvision's SqueezeExcitation with RegNet's activations: ReLU between
-// fc1 and fc2, sigmoid for the channel scale.
-class SqueezeExcitationImpl : public torch::nn::Module {
- public:
-  SqueezeExcitationImpl(int64_t channels, int64_t squeeze_channels) {
-    fc1_ = register_module("fc1", torch::nn::Conv2d(channels, squeeze_channels, 1));
-    fc2_ = register_module("fc2", torch::nn::Conv2d(squeeze_channels, channels, 1));
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {
-    torch::Tensor scale = torch::adaptive_avg_pool2d(x, {1, 1});
-    scale = fc2_(fc1_(scale).relu_());
-    return scale.sigmoid() * x;
-  }
-
- private:
-  torch::nn::Conv2d fc1_{nullptr}, fc2_{nullptr};
-};
-TORCH_MODULE(SqueezeExcitation);
-
 // torchvision's ResBottleneckBlock: `f` (BottleneckTransform: 1x1 "a",
 // grouped 3x3 "b" carrying the stride, squeeze-and-excitation "se" in
 // RegNetY, linear 1x1 "c") added to the input, or to its 1x1 projection
@@ -182,7 +162,7 @@ class BlockImpl : public torch::nn::Module {
       // Python's round(), half to even, as std::nearbyint in the default
       // rounding mode.
       const auto squeeze = static_cast<int64_t>(std::nearbyint(se_ratio * width_in));
-      f->push_back("se", SqueezeExcitation(width_out, squeeze));
+      f->push_back("se", SqueezeExcitation(width_out, squeeze, SqueezeActivation::kReLU));
     }
     f->push_back("c", ConvNormActivation(width_out, width_out, 1, 1, 1, /*relu=*/false));
     f_ = register_module("f", f);
