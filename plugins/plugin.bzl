@@ -5,6 +5,7 @@ without alwayslink the linker would drop it and the name would be unknown at
 run time. The macro sets it so nobody forgets.
 """
 
+load("//bazel:cc.bzl", "with_torch_precompiled")
 load("//third_party:proto.bzl", "cc_proto")
 
 def pipeline_plugin(name, srcs, options_proto = None, hdrs = [], deps = [], **kwargs):
@@ -31,6 +32,7 @@ def pipeline_plugin(name, srcs, options_proto = None, hdrs = [], deps = [], **kw
         srcs = srcs,
         hdrs = hdrs,
         deps = all_deps,
+        copts = with_torch_precompiled(deps, kwargs.pop("copts", [])),
         alwayslink = 1,
         visibility = kwargs.pop("visibility", ["//visibility:public"]),
         **kwargs
@@ -88,6 +90,7 @@ def pipeline_plugin_library(name, srcs, options_proto = None, deps = [], linked_
         name = "lib" + name + ".so",
         srcs = srcs,
         linkshared = 1,
+        copts = with_torch_precompiled(deps, kwargs.pop("copts", [])),
         deps = [":" + name + "_core_headers", Label("//pipeline/registry:plugin_abi_stamp")] +
                options_deps + linked_deps,
         visibility = kwargs.pop("visibility", ["//visibility:public"]),

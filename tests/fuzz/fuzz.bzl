@@ -15,6 +15,8 @@ real fuzzer:
 (libFuzzer writes new inputs into the first folder; keep it outside the tree.)
 """
 
+load("//bazel:cc.bzl", "with_torch_precompiled")
+
 def cc_fuzz_test(name, srcs, corpus, deps = [], seconds = 10, tags = [], **kwargs):
     """A fuzz target that is also a cc_test.
 
@@ -39,6 +41,7 @@ def cc_fuzz_test(name, srcs, corpus, deps = [], seconds = 10, tags = [], **kwarg
         args = ["$(rootpaths :%s_corpus)" % name],
         data = [":" + name + "_corpus"],
         env = {"FUZZ_SECONDS": str(seconds)},
+        copts = with_torch_precompiled(deps, kwargs.pop("copts", [])),
         deps = deps + ["//tests/fuzz:fuzz_check"] + select({
             "//tests/fuzz:libfuzzer": ["//tests/fuzz:libfuzzer_main"],
             "//conditions:default": ["//tests/fuzz:fuzz_driver"],
