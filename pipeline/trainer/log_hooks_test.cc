@@ -132,7 +132,7 @@ TEST(ProgressHookTest, RunEndCountsSkippedSteps) {
 
 TEST(ProgressHookTest, RunEndUnderLossScalingNamesTheScaleToo) {
   HookTestRun run(ParseConfig(""));
-  GradScaler& scaler = run.UseScaler(GradScalerConfig{});
+  run.UseScaler(GradScalerConfig{});  // the run scales its loss
   ProgressHook hook;
   TrainSummary summary;
   summary.steps = 10;

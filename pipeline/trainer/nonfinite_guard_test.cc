@@ -240,7 +240,7 @@ TEST(NonFiniteGuardTest, UnderLossScalingAnOverflowBacksOffInsteadOfStopping) {
 
 TEST(NonFiniteGuardTest, UnderLossScalingATinyScaleMeansDivergence) {
   HookTestRun run(ParseConfig("trainer { grad_scaler { init_scale: 1e-7 } }"));
-  GradScaler& scaler = run.UseScaler(run.config().trainer().grad_scaler());
+  run.UseScaler(run.config().trainer().grad_scaler());  // at the tiny scale
   run.Backward();
   SetGradient(run.model().fc->bias, 0, kNaN);
   NonFiniteGuard guard;

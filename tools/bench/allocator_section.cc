@@ -30,11 +30,11 @@ std::vector<Allocator> Allocators() {
       {"glibc malloc, mallopt: no mmap, no trim (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1)",
        {"MALLOC_MMAP_MAX_=0", "MALLOC_TRIM_THRESHOLD_=18446744073709551615"}},
       {"tcmalloc (libtcmalloc_minimal.so.4, linked into train)",
-       {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"}},
+       {absl::StrCat("LD_PRELOAD=", kTcmallocLibrary)}},
       {"jemalloc (libjemalloc.so.2)", {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}},
       // ATen picks AVX2 kernels on this CPU unless told otherwise.
       {"tcmalloc + ATEN_CPU_CAPABILITY=avx512",
-       {"LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+       {absl::StrCat("LD_PRELOAD=", kTcmallocLibrary),
         "ATEN_CPU_CAPABILITY=avx512"}},
   };
 }

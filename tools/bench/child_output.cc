@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -66,6 +67,11 @@ std::optional<double> JsonNumber(const std::string& output, const std::string& m
 
 std::string Tail(const std::string& output) {
   return output.size() > 2000 ? output.substr(output.size() - 2000) : output;
+}
+
+std::vector<std::string> TcmallocPreload() {
+  if (!std::filesystem::exists(kTcmallocLibrary)) return {};
+  return {std::string("LD_PRELOAD=") + kTcmallocLibrary};
 }
 
 std::string LastLine(const std::string& output) {

@@ -45,6 +45,14 @@ std::optional<double> JsonNumber(const std::string& output, const std::string& m
 // failed.
 std::string Tail(const std::string& output);
 
+// The allocator `train` links (//third_party:tcmalloc), for children to
+// preload: Python references run under it, as under glibc malloc page faults
+// would dominate their steps.
+inline constexpr char kTcmallocLibrary[] = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
+
+// {"LD_PRELOAD=<kTcmallocLibrary>"} where it is installed, else none.
+std::vector<std::string> TcmallocPreload();
+
 // The last line of `output`, without surrounding whitespace: what a child
 // that prints one figure (or version) at its end printed.
 std::string LastLine(const std::string& output);

@@ -1,6 +1,5 @@
 #include "tools/bench/ddp_reference.h"
 
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -18,9 +17,6 @@ namespace bench {
 namespace {
 
 constexpr int kReferenceWarmupSteps = 3;
-// The allocator `train` links (//third_party:tcmalloc), preloaded into the
-// reference: under glibc malloc, page faults would dominate its steps.
-constexpr char kTcmalloc[] = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
 constexpr char kName[] = "PyTorch DDP reference (tools/bench_reference.py --ddp_steps)";
 
 // tools/bench_reference.py --ddp_steps with `ddp`'s model, batch per rank,
@@ -85,18 +81,16 @@ std::optional<std::string> SkipReason(const PipelineConfig& config) {
 
 void AddReferenceRows(BenchContext& context, const DdpRun& run, const std::string& version,
                       std::optional<double> single_rate) {
-  const bool tcmalloc = std::filesystem::exists(kTcmalloc);
+  const std::vector<std::string> preload = TcmallocPreload();
   const int batch = run.config.train_data().batch_size();
   const std::string label = absl::StrFormat(
       "PyTorch DDP (torch %s, gloo), 2 processes x 1 thread, %d steps of %d each after %d "
       "untimed; in-memory tensors, no loader; %s%s",
       version, context.options.ddp_steps, batch, kReferenceWarmupSteps,
-      tcmalloc ? "tcmalloc preloaded, as train links it" : "glibc malloc",
+      preload.empty() ? "glibc malloc" : "tcmalloc preloaded, as train links it",
       NotMirrored(run.config));
-  const ProcessResult python = RunChild(
-      context, DdpReferenceArgs(context.options, run.config),
-      tcmalloc ? std::vector<std::string>{absl::StrCat("LD_PRELOAD=", kTcmalloc)}
-               : std::vector<std::string>{});
+  const ProcessResult python =
+      RunChild(context, DdpReferenceArgs(context.options, run.config), preload);
   const auto rate = JsonNumber(python.output, "ddp_images_per_sec", "ddp_images_per_sec");
   if (python.exit_code != 0 || !rate) {
     std::cerr << "bench: tools/bench_reference.py --ddp_steps failed:\n"

@@ -1,5 +1,7 @@
 // models: parameters, forward multiply-adds at 224 and training images/s of
-// every backbone, in a table of its own.
+// every backbone, in a table of its own, each beside torchvision's model of
+// the same name trained the same way in Python (tools/bench_models_reference.py,
+// same threads and allocator), measured in turn.
 
 #include <algorithm>
 #include <cstdint>
@@ -13,6 +15,7 @@
 #include "ATen/ops/cross_entropy_loss.h"
 #include "ATen/ops/randint.h"
 #include "ATen/ops/randn.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -21,6 +24,7 @@
 #include "pipeline/reporting/multiply_adds.h"
 #include "pipeline/registry/registry.h"
 #include "tools/bench/bench_sections.h"
+#include "tools/bench/child_output.h"
 #include "tools/bench/markdown_table.h"
 #include "tools/bench/or_die.h"
 #include "tools/bench/timing.h"
@@ -32,8 +36,11 @@ namespace bench {
 namespace {
 
 struct ModelCase {
-  std::string label;
+  std::string label;   // torchvision's name for it, where it has one
   std::string config;  // a PluginConfig in text
+  // The builder's keyword arguments, as JSON, for the Python reference.
+  std::string torchvision_kwargs = "{}";
+  bool in_torchvision = true;
 };
 
 std::vector<ModelCase> AllModels() {
@@ -60,7 +67,6 @@ std::vector<ModelCase> AllModels() {
   cases.push_back({"densenet121", "name: \"densenet\""});
   cases.push_back(
       {"squeezenet1_1", options("squeezenet", "SqueezeNetOptions", "variant: SQUEEZENET1_1")});
-  cases.push_back({"mobilenet_v1", "name: \"mobilenet_v1\""});
   cases.push_back({"mobilenet_v2", "name: \"mobilenet_v2\""});
   cases.push_back({"mobilenet_v3_small",
                    options("mobilenet_v3", "MobileNetV3Options", "variant: SMALL")});
@@ -81,29 +87,37 @@ std::vector<ModelCase> AllModels() {
   // Without their auxiliary classifiers, whose losses this section's step
   // leaves out (and which Inception v3 cannot run at 224x224): torchvision's
   // published parameter counts are of these networks too.
-  cases.push_back({"googlenet", options("googlenet", "GoogLeNetOptions", "aux_logits: false")});
-  cases.push_back(
-      {"inception_v3", options("inception_v3", "InceptionV3Options", "aux_logits: false")});
-  cases.push_back({"small_cnn", "name: \"small_cnn\""});
+  cases.push_back({"googlenet", options("googlenet", "GoogLeNetOptions", "aux_logits: false"),
+                   R"({"aux_logits": false, "init_weights": true})"});
+  cases.push_back({"inception_v3",
+                   options("inception_v3", "InceptionV3Options", "aux_logits: false"),
+                   R"({"aux_logits": false, "init_weights": true})"});
+  cases.push_back({"mobilenet_v1", "name: \"mobilenet_v1\"", "{}", false});
+  cases.push_back({"small_cnn", "name: \"small_cnn\"", "{}", false});
   return cases;
 }
 
-// The table's row for `c`: 1000 classes, SGD with momentum at batch
+struct ModelFigures {
+  int64_t parameters = 0;
+  int64_t forward_macs = 0;
+  double training_images_per_sec = 0;
+};
+
+// `c` with 1000 classes: its size, and SGD with momentum at batch
 // --models_batch_size.
-std::vector<std::string> MeasureModel(const BenchOptions& options, const ModelCase& c) {
+ModelFigures MeasureModel(const BenchOptions& options, const ModelCase& c) {
   PluginConfig plugin;
   if (!google::protobuf::TextFormat::ParseFromString(c.config, &plugin)) {
     Die(absl::InternalError("bad model case " + c.label));
   }
   auto model = OrDie(Registry<Model>::Global().Create(plugin, {1000, 3}));
-  int64_t parameters = 0;
-  for (const auto& p : model->parameters()) parameters += p.numel();
+  ModelFigures figures;
+  for (const auto& p : model->parameters()) figures.parameters += p.numel();
   model->eval();
-  int64_t macs = 0;
   {
     torch::NoGradGuard no_grad;
     const at::Tensor image = at::randn({1, 3, 224, 224});
-    macs = CountMultiplyAdds([&] { model->forward(image); });
+    figures.forward_macs = CountMultiplyAdds([&] { model->forward(image); });
   }
   model->train();
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
@@ -117,8 +131,26 @@ std::vector<std::string> MeasureModel(const BenchOptions& options, const ModelCa
         sgd.step();
       },
       1, 2);
-  return {c.label, absl::StrFormat("%.2fM", parameters / 1e6), absl::StrFormat("%.3f", macs / 1e9),
-          absl::StrFormat("%.1f", steps * options.models_batch_size)};
+  figures.training_images_per_sec = steps * options.models_batch_size;
+  return figures;
+}
+
+// torchvision's `c` trained the same way by tools/bench_models_reference.py;
+// why not, when it could not run.
+absl::StatusOr<double> MeasureTorchvision(const BenchOptions& options, const ModelCase& c,
+                                          int threads) {
+  if (!c.in_torchvision) return absl::NotFoundError("not in torchvision");
+  const ProcessResult python = RunProcess(
+      {options.python, "tools/bench_models_reference.py", "--model=" + c.label,
+       "--kwargs=" + c.torchvision_kwargs,
+       absl::StrCat("--batch_size=", options.models_batch_size),
+       absl::StrCat("--threads=", threads), absl::StrCat("--min_seconds=", options.min_seconds)},
+      TcmallocPreload(), options.work_dir + "/models_reference_output.txt");
+  const auto rate = JsonNumber(python.output, "model_images_per_sec", "model_images_per_sec");
+  if (python.exit_code != 0 || !rate) {
+    return absl::UnavailableError(absl::StrCat(options.python, " failed: ", Tail(python.output)));
+  }
+  return *rate;
 }
 
 }  // namespace
@@ -130,13 +162,37 @@ void RunModelsSection(const BenchOptions& options) {
   }
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
+  const bool python_has_torchvision =
+      RunProcess({options.python, "-c", "import torchvision"}, {},
+                 options.work_dir + "/models_reference_output.txt")
+          .exit_code == 0;
   std::cout << absl::StrFormat(
-      "## Models at 224x224, 1000 classes (training: batch %d, SGD with momentum, %d threads)\n\n",
-      options.models_batch_size, threads);
-  MarkdownTable table({"model", "parameters", "forward GMACs", "training images/s"});
+      "## Models at 224x224, 1000 classes (training: batch %d, SGD with momentum, %d threads; "
+      "torchvision: the same model and step in Python, %s)\n\n",
+      options.models_batch_size, threads,
+      python_has_torchvision ? "tools/bench_models_reference.py"
+                             : "skipped: " + options.python +
+                                   " has no torchvision; apt-get install python3-torchvision");
+  MarkdownTable table({"model", "parameters", "forward GMACs", "training images/s",
+                       "torchvision images/s", "runner / torchvision"});
   for (const ModelCase& c : AllModels()) {
     if (!only.empty() && !only.count(c.label)) continue;
-    table.Add(MeasureModel(options, c));
+    const ModelFigures ours = MeasureModel(options, c);
+    std::string reference = "-";
+    std::string ratio = "-";
+    if (python_has_torchvision && c.in_torchvision) {
+      const absl::StatusOr<double> theirs = MeasureTorchvision(options, c, threads);
+      if (theirs.ok()) {
+        reference = absl::StrFormat("%.1f", *theirs);
+        ratio = Ratio(ours.training_images_per_sec, *theirs);
+      } else {
+        std::cerr << "bench: " << c.label << ": " << theirs.status().message() << "\n";
+        reference = "failed";
+      }
+    }
+    table.Add({c.label, absl::StrFormat("%.2fM", ours.parameters / 1e6),
+               absl::StrFormat("%.3f", ours.forward_macs / 1e9),
+               absl::StrFormat("%.1f", ours.training_images_per_sec), reference, ratio});
     std::cerr << "bench: " << c.label << " done\n";
   }
   table.Print(std::cout);

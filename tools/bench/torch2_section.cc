@@ -44,7 +44,7 @@ std::optional<double> Torch2Rate(const BenchContext& context, int threads, bool 
                                  bool compile) {
   std::vector<std::string> argv = {
       Repo() + "/tools/debian13.sh", "env",
-      "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "python3",
+      absl::StrCat("LD_PRELOAD=", kTcmallocLibrary), "python3",
       Repo() + "/tools/bench_torch2.py", absl::StrCat("--batch_size=", context.options.batch_size),
       absl::StrCat("--threads=", threads), bf16 ? "--precision=BF16" : "--precision=FP32"};
   if (compile) argv.push_back("--compile");
