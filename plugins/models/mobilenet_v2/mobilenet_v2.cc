@@ -51,7 +51,12 @@ class ConvBnReLU6Impl : public torch::nn::Module {
     norm_ = register_module("1", BatchNorm2d(out_channels));
   }
 
-  torch::Tensor forward(const torch::Tensor& x) { return norm_(conv_(x)).clamp_(0, 6); }
+  // hardtanh_ as nn.ReLU6(inplace=True): its backward is one kernel on the
+  // result, where clamp_'s keeps a copy of the input and takes three.
+  torch::Tensor forward(const torch::Tensor& x) {
+    torch::Tensor y = norm_(conv_(x));
+    return torch::hardtanh_(y, 0, 6);
+  }
 
  private:
   torch::nn::Conv2d conv_{nullptr};

@@ -36,6 +36,9 @@
 namespace pipeline {
 namespace {
 
+// nn.ReLU(inplace=True), as torchvision builds it: no copy of each activation.
+const torch::nn::ReLUOptions kInPlace = torch::nn::ReLUOptions().inplace(true);
+
 // torchvision's stages_repeats and stages_out_channels of one width.
 struct Architecture {
   ShuffleNetV2Options::Variant variant;
@@ -93,15 +96,15 @@ class InvertedResidualImpl : public torch::nn::Module {
           "branch1",
           torch::nn::Sequential(Conv(in_channels, in_channels, 3, stride, 1, in_channels),
                                 BatchNorm2d(in_channels), Conv(in_channels, branch_channels, 1),
-                                BatchNorm2d(branch_channels), torch::nn::ReLU()));
+                                BatchNorm2d(branch_channels), torch::nn::ReLU(kInPlace)));
     }
     branch2_ = register_module(
         "branch2", torch::nn::Sequential(
                        Conv(stride > 1 ? in_channels : branch_channels, branch_channels, 1),
-                       BatchNorm2d(branch_channels), torch::nn::ReLU(),
+                       BatchNorm2d(branch_channels), torch::nn::ReLU(kInPlace),
                        Conv(branch_channels, branch_channels, 3, stride, 1, branch_channels),
                        BatchNorm2d(branch_channels), Conv(branch_channels, branch_channels, 1),
-                       BatchNorm2d(branch_channels), torch::nn::ReLU()));
+                       BatchNorm2d(branch_channels), torch::nn::ReLU(kInPlace)));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
@@ -127,7 +130,7 @@ class ShuffleNetV2 : public Model {
   ShuffleNetV2(const Architecture& architecture, int64_t num_classes, int64_t in_channels) {
     conv1_ = register_module(
         "conv1", torch::nn::Sequential(Conv(in_channels, architecture.stem_channels, 3, 2, 1),
-                                       BatchNorm2d(architecture.stem_channels), torch::nn::ReLU()));
+                                       BatchNorm2d(architecture.stem_channels), torch::nn::ReLU(kInPlace)));
     // torchvision's `maxpool` has no state and is applied in forward().
     int64_t channels = architecture.stem_channels;
     for (int stage = 0; stage < 3; ++stage) {
@@ -142,7 +145,7 @@ class ShuffleNetV2 : public Model {
     }
     conv5_ = register_module(
         "conv5", torch::nn::Sequential(Conv(channels, architecture.last_channels, 1),
-                                       BatchNorm2d(architecture.last_channels), torch::nn::ReLU()));
+                                       BatchNorm2d(architecture.last_channels), torch::nn::ReLU(kInPlace)));
     fc_ = register_module("fc", torch::nn::Linear(architecture.last_channels, num_classes));
   }
 
