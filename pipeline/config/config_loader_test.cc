@@ -31,6 +31,26 @@ TEST(ConfigLoaderTest, MalformedTextprotoNamesFileLineAndColumn) {
                                 "\"epochz\". Its fields: epochs, batch_size, "));
 }
 
+TEST(ConfigLoaderTest, AnUnknownEnumValueListsTheValidOnes) {
+  // In a plugin's options: the values of that options type's field.
+  const std::string plugin = WriteFile("bad_variant.textproto", R"pb(model {
+    name: "m"
+    options { [type.googleapis.com/pipeline.testing.VariantModelOptions] { variant: HUGE } }
+  })pb");
+  auto config = LoadConfigFile(plugin);
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("Unknown enumeration value of \"HUGE\" for field \"variant\". Valid "
+                        "values: SMALL, LARGE."));
+  // In the config's own messages.
+  const std::string own = WriteFile("bad_precision.textproto", "trainer { precision: FP8 }\n");
+  config = LoadConfigFile(own);
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              HasSubstr("for field \"precision\". Valid values: FP32, BF16_AUTOCAST, "
+                        "FP16_AUTOCAST, AUTO."));
+}
+
 TEST(ConfigLoaderTest, MissingFileIsNamed) {
   EXPECT_EQ(LoadConfigFile("/no/such.textproto").status().message(),
             "/no/such.textproto: cannot read the config file");

@@ -36,11 +36,11 @@ absl::Status SetField(Message* message, const FieldDescriptor* field, const std:
   // Parsing "field: value" into the parent reuses the textproto parser for
   // every type: numbers with range checks, enums by name, lists, messages.
   message->GetReflection()->ClearField(message, field);
-  TextFormatErrors errors("--set " + path);
+  const std::string text = absl::StrCat(field->name(), ": ", ValueText(field, value));
+  TextFormatErrors errors("--set " + path, text, message->GetDescriptor());
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.AllowPartialMessage(true);
-  const std::string text = absl::StrCat(field->name(), ": ", ValueText(field, value));
   if (!parser.MergeFromString(text, message)) {
     // Inside a message the parser's own words (line, column, field) say more.
     if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE && !errors.Joined().empty()) {

@@ -1,5 +1,8 @@
 #include "pipeline/config/config_text.h"
 
+#include <algorithm>
+#include <set>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -13,6 +16,7 @@ namespace pipeline {
 namespace {
 
 using google::protobuf::Descriptor;
+using google::protobuf::EnumDescriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
@@ -41,6 +45,74 @@ std::string WhereItBelongs(const std::string& parser_message) {
   return hint;
 }
 
+// The names of `values`, for an error message.
+std::string ValueNames(const EnumDescriptor& values) {
+  std::vector<std::string> names;
+  for (int i = 0; i < values.value_count(); ++i) names.push_back(values.value(i)->name());
+  return absl::StrJoin(names, ", ");
+}
+
+// The enums of the fields named `field` in `type` and the config messages
+// under it.
+void EnumsNamed(const Descriptor& type, const std::string& field,
+                std::set<const Descriptor*>& seen, std::set<const EnumDescriptor*>& enums) {
+  if (!seen.insert(&type).second) return;
+  for (int i = 0; i < type.field_count(); ++i) {
+    const FieldDescriptor& f = *type.field(i);
+    if (f.name() == field && f.enum_type() != nullptr) enums.insert(f.enum_type());
+    const Descriptor* child = f.message_type();
+    if (child != nullptr && absl::StartsWith(child->full_name(), "pipeline.")) {
+      EnumsNamed(*child, field, seen, enums);
+    }
+  }
+}
+
+// For the parser's `Unknown enumeration value of "HUGE" for field
+// "variant".`: the values that field takes. Its message is the options type
+// of the last `[type.googleapis.com/<type>]` before the error when that type
+// has the field (plugin options are flat), else the one message under the
+// root that has an enum field of that name.
+std::string ValidValues(const std::string& parser_message, absl::string_view text_before,
+                        const Descriptor* root) {
+  const std::string kValue = "Unknown enumeration value of \"", kField = "\" for field \"";
+  if (!absl::StartsWith(parser_message, kValue)) return "";
+  const size_t field_at = parser_message.find(kField);
+  const size_t field_end = parser_message.rfind('"');
+  if (field_at == std::string::npos || field_end <= field_at + kField.size()) return "";
+  const std::string field =
+      parser_message.substr(field_at + kField.size(), field_end - field_at - kField.size());
+  const EnumDescriptor* values = nullptr;
+  const std::string kUrl = "type.googleapis.com/";
+  const size_t url = text_before.rfind(kUrl);
+  const size_t url_end = text_before.find(']', url);
+  if (url != absl::string_view::npos && url_end != absl::string_view::npos) {
+    const std::string type(text_before.substr(url + kUrl.size(), url_end - url - kUrl.size()));
+    const Descriptor* options =
+        google::protobuf::DescriptorPool::generated_pool()->FindMessageTypeByName(type);
+    const FieldDescriptor* f = options != nullptr ? options->FindFieldByName(field) : nullptr;
+    if (f != nullptr) values = f->enum_type();
+  }
+  if (values == nullptr && root != nullptr) {
+    std::set<const Descriptor*> seen;
+    std::set<const EnumDescriptor*> enums;
+    EnumsNamed(*root, field, seen, enums);
+    if (enums.size() == 1) values = *enums.begin();
+  }
+  if (values == nullptr) return "";
+  return absl::StrCat(" Valid values: ", ValueNames(*values), ".");
+}
+
+// The text before (line, column), both from 0.
+absl::string_view TextBefore(absl::string_view text, int line, int column) {
+  size_t at = 0;
+  for (int l = 0; l < line && at != absl::string_view::npos; ++l) {
+    at = text.find('\n', at);
+    if (at != absl::string_view::npos) ++at;
+  }
+  if (at == absl::string_view::npos) return text;
+  return text.substr(0, std::min(text.size(), at + static_cast<size_t>(std::max(0, column))));
+}
+
 // Reads plugin options of types no linked or loaded plugin declares as empty
 // messages, their fields skipped, so that a config can be read for its
 // plugin_libraries before those libraries (and their option types) are loaded.
@@ -63,8 +135,9 @@ std::vector<std::string> FieldNames(const Descriptor* descriptor) {
 
 void TextFormatErrors::AddError(int line, google::protobuf::io::ColumnNumber column,
                                 const std::string& message) {
-  errors_.push_back(
-      absl::StrCat(name_, ":", line + 1, ":", column + 1, ": ", message, WhereItBelongs(message)));
+  errors_.push_back(absl::StrCat(name_, ":", line + 1, ":", column + 1, ": ", message,
+                                 WhereItBelongs(message),
+                                 ValidValues(message, TextBefore(text_, line, column), root_)));
 }
 
 std::string ConfigToText(const Message& message) {
@@ -82,7 +155,7 @@ std::string ConfigToText(const Message& message) {
 
 absl::Status ParseTextProto(const std::string& text, const std::string& name,
                             Message* message) {
-  TextFormatErrors errors(name);
+  TextFormatErrors errors(name, text, message->GetDescriptor());
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, message)) {
@@ -97,7 +170,7 @@ absl::Status ParseConfigText(const std::string& text, const std::string& name, b
   if (!lenient) {
     parsed = ParseTextProto(text, name, message);
   } else {
-    TextFormatErrors errors(name);
+    TextFormatErrors errors(name, text, message->GetDescriptor());
     SkipUnknownOptionTypes finder;
     google::protobuf::TextFormat::Parser parser;
     parser.RecordErrorsTo(&errors);

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/message.h"
@@ -40,13 +41,19 @@ std::vector<std::string> FieldNames(const google::protobuf::Descriptor* descript
 // plugins whose options have that field.
 class TextFormatErrors : public google::protobuf::io::ErrorCollector {
  public:
-  explicit TextFormatErrors(std::string name) : name_(std::move(name)) {}
+  // `text` and `root` (the parsed message's type), where given, let an
+  // unknown enum value's error list the valid ones.
+  explicit TextFormatErrors(std::string name, absl::string_view text = {},
+                            const google::protobuf::Descriptor* root = nullptr)
+      : name_(std::move(name)), text_(text), root_(root) {}
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override;
   std::string Joined() const { return absl::StrJoin(errors_, "\n"); }
 
  private:
   std::string name_;
+  absl::string_view text_;
+  const google::protobuf::Descriptor* root_;
   std::vector<std::string> errors_;
 };
 
