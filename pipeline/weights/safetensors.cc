@@ -370,8 +370,10 @@ absl::StatusOr<std::string> SafetensorsBytes(const NamedTensors& tensors,
       return TensorError(name, absl::StrCat("dtype ", c10::toString(tensor.scalar_type()),
                                             " has no safetensors counterpart"));
     }
+    // A lambda may not capture a structured binding before C++20 (clang refuses).
+    const torch::Tensor& source = tensor;
     ASSIGN_OR_RETURN(torch::Tensor dense, CallTorch(absl::StrCat("tensor \"", name, "\""), [&] {
-                       return tensor.detach().to(torch::kCPU).contiguous();
+                       return source.detach().to(torch::kCPU).contiguous();
                      }));
     items.push_back({&name, rank, std::move(dense)});
   }
