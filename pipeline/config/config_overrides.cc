@@ -47,13 +47,7 @@ absl::Status SetField(Message* message, const FieldDescriptor* field, const std:
       return absl::InvalidArgumentError(errors.Joined());
     }
     std::string expected = field->cpp_type() == FieldDescriptor::CPPTYPE_ENUM
-                               ? absl::StrCat("one of ", [&] {
-                                   std::vector<std::string> names;
-                                   for (int i = 0; i < field->enum_type()->value_count(); ++i) {
-                                     names.push_back(field->enum_type()->value(i)->name());
-                                   }
-                                   return absl::StrJoin(names, ", ");
-                                 }())
+                               ? absl::StrCat("one of ", EnumValueNames(*field->enum_type()))
                                : absl::StrCat("a value of type ", field->type_name());
     return absl::InvalidArgumentError(absl::StrCat("--set ", path, "=", value, ": \"", value,
                                                    "\" is not ", expected, " for ", path));

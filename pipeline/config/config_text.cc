@@ -45,13 +45,6 @@ std::string WhereItBelongs(const std::string& parser_message) {
   return hint;
 }
 
-// The names of `values`, for an error message.
-std::string ValueNames(const EnumDescriptor& values) {
-  std::vector<std::string> names;
-  for (int i = 0; i < values.value_count(); ++i) names.push_back(values.value(i)->name());
-  return absl::StrJoin(names, ", ");
-}
-
 // The enums of the fields named `field` in `type` and the config messages
 // under it.
 void EnumsNamed(const Descriptor& type, const std::string& field,
@@ -99,7 +92,7 @@ std::string ValidValues(const std::string& parser_message, absl::string_view tex
     if (enums.size() == 1) values = *enums.begin();
   }
   if (values == nullptr) return "";
-  return absl::StrCat(" Valid values: ", ValueNames(*values), ".");
+  return absl::StrCat(" Valid values: ", EnumValueNames(*values), ".");
 }
 
 // The text before (line, column), both from 0.
@@ -126,6 +119,12 @@ class SkipUnknownOptionTypes : public google::protobuf::TextFormat::Finder {
 };
 
 }  // namespace
+
+std::string EnumValueNames(const EnumDescriptor& values) {
+  std::vector<std::string> names;
+  for (int i = 0; i < values.value_count(); ++i) names.push_back(values.value(i)->name());
+  return absl::StrJoin(names, ", ");
+}
 
 std::vector<std::string> FieldNames(const Descriptor* descriptor) {
   std::vector<std::string> names;

@@ -33,6 +33,9 @@ absl::Status ParseConfigText(const std::string& text, const std::string& name, b
 // configs are written.
 std::string ConfigToText(const google::protobuf::Message& message);
 
+// The names of an enum's values, comma-separated, for an error message.
+std::string EnumValueNames(const google::protobuf::EnumDescriptor& values);
+
 // The names of a message type's fields, in declaration order.
 std::vector<std::string> FieldNames(const google::protobuf::Descriptor* descriptor);
 
