@@ -25,7 +25,7 @@ def _precompile(ctx, cc_toolchain, feature_configuration, header, compilation_co
         source_file = header.path,
         output_file = gch.path,
         # -x before the source: compile it as a header (a .gch), not a unit.
-        user_compile_flags = ctx.fragments.cpp.copts + ctx.fragments.cpp.cxxopts + ["-x", "c++-header"],
+        user_compile_flags = ctx.fragments.cpp.copts + ctx.fragments.cpp.cxxopts + ctx.attr.copts + ["-x", "c++-header"],
         include_directories = compilation_context.includes,
         quote_include_directories = compilation_context.quote_includes,
         system_include_directories = compilation_context.system_includes,
@@ -56,6 +56,21 @@ def _precompile(ctx, cc_toolchain, feature_configuration, header, compilation_co
     )
     return gch
 
+# A file compiled with the .gch does not list it (nor the header, nor what it
+# includes) in the dependency file GCC writes, and Bazel keeps only what that
+# file lists as the inputs that decide whether to compile it again: a changed
+# .gch would leave every object stale. Files also include this stamp, parsed
+# as usual, which holds the .gch's digest: a new .gch, a new stamp, and
+# everything that used the old one compiles again.
+def _write_stamp(ctx, gch, stamp):
+    ctx.actions.run_shell(
+        inputs = [gch],
+        outputs = [stamp],
+        command = 'printf "// %%s\\n" "$(md5sum < %s)" > %s' % (gch.path, stamp.path),
+        mnemonic = "PrecompiledHeaderStamp",
+        progress_message = "Stamping %s" % gch.short_path,
+    )
+
 def _is_gcc(cc_toolchain, feature_configuration):
     # Bazel's autodetected toolchain names GCC "compiler"; look at the tool.
     tool = cc_common.get_tool_for_action(
@@ -80,8 +95,14 @@ def _precompiled_header_impl(ctx):
     header = ctx.actions.declare_file(ctx.attr.header)
     ctx.actions.write(header, "".join(["#include <%s>\n" % h for h in ctx.attr.includes]))
     files = [header]
+    stamp = ctx.actions.declare_file(ctx.attr.header.replace(".h", "_stamp.h"), sibling = header)
     if _is_gcc(cc_toolchain, feature_configuration):
-        files.append(_precompile(ctx, cc_toolchain, feature_configuration, header, deps.compilation_context))
+        gch = _precompile(ctx, cc_toolchain, feature_configuration, header, deps.compilation_context)
+        files.append(gch)
+        _write_stamp(ctx, gch, stamp)
+    else:
+        ctx.actions.write(stamp, "// Nothing precompiled: the header is parsed.\n")
+    files.append(stamp)
     own = CcInfo(compilation_context = cc_common.create_compilation_context(headers = depset(files)))
     return [
         DefaultInfo(files = depset(files)),
@@ -95,6 +116,7 @@ precompiled_header = rule(
         "header": attr.string(mandatory = True, doc = "file name of the written header"),
         "includes": attr.string_list(mandatory = True, doc = "what it includes, as in #include <...>"),
         "deps": attr.label_list(providers = [CcInfo], doc = "where those headers come from"),
+        "copts": attr.string_list(doc = "the flags of the targets that use it, after the configuration's"),
         "_cc_toolchain": attr.label(default = "@bazel_tools//tools/cpp:current_cc_toolchain"),
     },
     fragments = ["cpp"],

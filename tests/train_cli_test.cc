@@ -185,6 +185,60 @@ TEST(TrainCliTest, DryRunOfTheCatsVsDogsConfigOnAnImageFolder) {
   }
 }
 
+// The shipped fine-tuning recipes for ConvNeXt and ViT: the param groups
+// they ask for (no decay on norms and biases, layer-wise decay, ConvNeXt's
+// head at 10x) in the start header of a dry run, and a real step on a tiny
+// folder. Both start without the pretrained file (model.weights cleared);
+// ViT with 2 of its 12 blocks, to keep the step small.
+TEST(TrainCliTest, FineTuneRecipesFormLayerDecayGroupsAndTrain) {
+  const std::string root = Dir("fine_tune");
+  for (const char* split : {"train", "validation"}) {
+    for (int i = 0; i < 2; ++i) {
+      WritePng(absl::StrCat(root, "/", split, "/cat/", i, ".png"), 10 + i);
+      WritePng(absl::StrCat(root, "/", split, "/dog/", i, ".png"), 200 + i);
+    }
+  }
+  const std::string small = absl::StrCat(
+      " --set=model.weights= --set=trainer.batch_size=2 --set=train_data.batch_size=2",
+      " --set=trainer.epochs=1 --set=train_data.dataset.options.root=", root,
+      "/train --set=validation_data.dataset.options.root=", root, "/validation");
+  struct Recipe {
+    std::string config;
+    std::string smaller;
+    std::vector<std::string> header;
+  };
+  const std::vector<Recipe> recipes = {
+      {"configs/fine_tune_convnext.textproto",
+       "",
+       {"model convnext", "optimizer adamw: param group 0: ",
+        // The stem (layer 0 of 20): 0.8^19.
+        ", lr x0.0144115, weight_decay the optimizer's\n",
+        ", lr x0.0144115, weight_decay 0\n",
+        // The head: layer 19 at 10x.
+        ", lr x10, weight_decay the optimizer's\n", ", lr x10, weight_decay 0\n"}},
+      {"configs/fine_tune_vit.textproto",
+       " --set=model.options.num_layers=2",
+       {"model vit",
+        // Patch embedding, class token and position embedding: layer 0 of
+        // 4 (2 blocks), 0.75^3.
+        ", lr x0.421875, weight_decay the optimizer's\n", ", lr x0.421875, weight_decay 0\n",
+        ", lr x1, weight_decay the optimizer's\n", ", lr x1, weight_decay 0\n"}},
+  };
+  for (const Recipe& recipe : recipes) {
+    const std::string out = Dir("fine_tune_run_" + fs::path(recipe.config).stem().string());
+    const std::string arguments =
+        absl::StrCat("--config=", recipe.config, small, recipe.smaller, " --set=output_dir=", out);
+    Result dry = RunTrain(arguments + " --dry_run");
+    ASSERT_EQ(dry.exit_code, 0) << recipe.config << "\n" << dry.output;
+    for (const std::string& expected : recipe.header) {
+      EXPECT_THAT(dry.output, HasSubstr(expected)) << recipe.config;
+    }
+    Result run = RunTrain(arguments);
+    ASSERT_EQ(run.exit_code, 0) << recipe.config << "\n" << run.output;
+    EXPECT_TRUE(fs::exists(out + "/checkpoint_epoch_1.pt")) << recipe.config << "\n" << run.output;
+  }
+}
+
 TEST(TrainCliTest, ListPluginsShowsEveryKindWithOptions) {
   Result result = RunTrain("--list_plugins");
   EXPECT_EQ(result.exit_code, 0);

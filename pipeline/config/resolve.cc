@@ -121,10 +121,12 @@ void CheckRecipeOptions(const TrainerConfig& trainer, std::vector<std::string>& 
   require(early.min_delta() >= 0, "early_stopping.min_delta", early.min_delta(), ">= 0");
 }
 
-// The values of optimizer.param_groups; what depends on the model (a
-// pattern that matches nothing, layer_decay without a depth order) is
-// checked when the groups are formed (pipeline/trainer/parameter_groups.h).
-void CheckParamGroups(const ParamGroupsConfig& groups, std::vector<std::string>& errors) {
+// The values of optimizer.param_groups, and layer_decay against what the
+// model plugin declares; what depends on the built model (a pattern that
+// matches nothing) is checked when the groups are formed
+// (pipeline/trainer/parameter_groups.h).
+void CheckParamGroups(const ParamGroupsConfig& groups, const std::string& model,
+                      std::vector<std::string>& errors) {
   auto non_negative = [&](bool has, double value, const char* field) {
     if (has && !(value >= 0)) {
       errors.push_back(absl::StrCat("optimizer.param_groups.", field, ": ", value,
@@ -149,6 +151,14 @@ void CheckParamGroups(const ParamGroupsConfig& groups, std::vector<std::string>&
   if (!(groups.layer_decay() >= 0 && groups.layer_decay() <= 1)) {
     errors.push_back(absl::StrCat("optimizer.param_groups.layer_decay: ", groups.layer_decay(),
                                   "; must be in (0, 1] (0 = off)"));
+  } else if (groups.layer_decay() > 0 && Registry<Model>::Global().DefaultOptions(model) &&
+             !Registry<Model>::Global().TraitsOf(model).has_depth_order) {
+    errors.push_back(absl::StrCat("optimizer.param_groups.layer_decay: ", groups.layer_decay(),
+                                  "; model \"", model,
+                                  "\" has no depth order for layer-wise decay; the models that "
+                                  "have one: ",
+                                  absl::StrJoin(ModelsWithDepthOrder(), ", "),
+                                  " (or leave layer_decay out)"));
   }
 }
 
@@ -293,7 +303,7 @@ absl::StatusOr<PipelineConfig> ResolveConfig(const PipelineConfig& config) {
   ResolvePlugin<Strategy>("strategy", resolved.mutable_strategy(), errors);
   NameDefault<Optimizer>("optimizer", resolved.mutable_optimizer(), errors);
   ResolvePlugin<Optimizer>("optimizer", resolved.mutable_optimizer(), errors);
-  CheckParamGroups(resolved.optimizer().param_groups(), errors);
+  CheckParamGroups(resolved.optimizer().param_groups(), resolved.model().name(), errors);
   NameDefault<Loss>("loss", resolved.mutable_loss(), errors);
   ResolvePlugin<Loss>("loss", resolved.mutable_loss(), errors);
   if (resolved.metrics_size() == 0) NameDefault<Metric>("metrics", resolved.add_metrics(), errors);

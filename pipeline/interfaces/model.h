@@ -40,7 +40,8 @@ class Model : public torch::nn::Module {
   // num_layers() - 1, whose rate is the base rate; a parameter of layer l
   // gets decay^(num_layers() - 1 - l) of it. Models without such an order
   // (the CNNs of torchvision's reference recipes) keep 0 layers, and a config
-  // that asks them for layer decay is refused.
+  // that asks them for layer decay is refused. A plugin whose models have one
+  // declares ModelTraits{.has_depth_order = true}.
   virtual int num_layers() const { return 0; }
   virtual int layer_id(const std::string& parameter_name) const { return 0; }
 
@@ -82,11 +83,31 @@ struct ModelContext {
   int64_t input_channels = 0;
 };
 
+// What a model plugin declares about itself (PIPELINE_PLUGIN_TRAITS), so the
+// config is checked before any model is built.
+struct ModelTraits {
+  // Whether its models have a depth order (num_layers() > 0), which
+  // optimizer.param_groups.layer_decay needs. The model conformance suite
+  // checks that the built model agrees.
+  bool has_depth_order = false;
+};
+
 template <>
 struct PluginKind<Model> {
   static constexpr const char* kName = "model";
   using Context = ModelContext;
+  using Traits = ModelTraits;
 };
+
+// The registered models that declare a depth order, by name.
+inline std::vector<std::string> ModelsWithDepthOrder() {
+  const Registry<Model>& models = Registry<Model>::Global();
+  std::vector<std::string> names;
+  for (const std::string& name : models.Names()) {
+    if (models.TraitsOf(name).has_depth_order) names.push_back(name);
+  }
+  return names;
+}
 
 }  // namespace pipeline
 

@@ -116,6 +116,7 @@ TEST(ConformanceSelfTest, ExactlyTheBrokenRulesFail) {
       // No step moves a parameter that gets no gradient.
       "broken_model_unused_parameter.AFewSgdStepsChangeEveryTrainableParameter",
       "broken_model_accepts_any_dropout.ProbabilityOptionsOutsideZeroToOneAreRefused",
+      "broken_model_claims_a_depth_order.DeclaresADepthOrderExactlyWhenItHasOne",
       "broken_model_misnamed_head.StateDictAndParameterCountMatchTorchvision",
       "broken_model_bias_as_buffer.StateDictAndParameterCountMatchTorchvision",
       "broken_model_other_batch_norm_eps.LogitsMatchTorchvisionForTheSameWeights",

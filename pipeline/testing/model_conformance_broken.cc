@@ -250,6 +250,12 @@ class ZeroGradientScale : public SmallClassifier {
   torch::Tensor scale_;
 };
 
+// Declares a depth order (for layer_decay) that it does not have.
+class ClaimsADepthOrder : public SmallClassifier {
+ public:
+  using SmallClassifier::SmallClassifier;
+};
+
 template <typename T>
 void RegisterModel(const char* name) {
   static const PluginRegistration<Model, Empty> registration(
@@ -287,6 +293,7 @@ const bool kRegistered = [] {
   RegisterModel<OtherBatchNormEps>("broken_model_other_batch_norm_eps");
   RegisterModel<FrozenHeadBias>("broken_model_frozen_head_bias");
   RegisterModel<ZeroGradientScale>("broken_model_zero_gradient_scale");
+  RegisterModel<ClaimsADepthOrder>("broken_model_claims_a_depth_order");
   // The same small classifier, with its dropout checked or not.
   static const PluginRegistration<Model, SmallClassifierOptions> small_classifier(
       "small_classifier", "keeps every rule", CreateSmallClassifier,
@@ -295,6 +302,9 @@ const bool kRegistered = [] {
       "broken_model_accepts_any_dropout", "broken on purpose", CreateSmallClassifier);
   return true;
 }();
+// After the registration above, which the traits need.
+PIPELINE_PLUGIN_TRAITS(Model, "broken_model_claims_a_depth_order",
+                       ModelTraits{.has_depth_order = true});
 
 // 8x8 images: small, and more than one value per channel for the batch
 // statistics of a single image (broken_model_batch_statistics_in_eval).
@@ -315,6 +325,7 @@ BROKEN_MODEL(broken_model_takes_any_channels);
 BROKEN_MODEL(broken_model_frozen_head_bias);
 BROKEN_MODEL(broken_model_zero_gradient_scale);
 BROKEN_MODEL(broken_model_accepts_any_dropout);
+BROKEN_MODEL(broken_model_claims_a_depth_order);
 
 // Checked against the fixtures of the PyTorch SmallClassifier, which
 // stands in for a torchvision constructor; small_classifier shows they pass.

@@ -103,7 +103,8 @@ absl::Status CheckAgainstModel(const ParamGroupsConfig& config, const Model& mod
     errors.push_back(absl::StrCat(
         "optimizer.param_groups.layer_decay: ", config.layer_decay(),
         "; this model has no depth order (Model::num_layers() is 0), and only models with a "
-        "depth order support layer-wise learning-rate decay; leave layer_decay out"));
+        "depth order support layer-wise learning-rate decay (",
+        absl::StrJoin(ModelsWithDepthOrder(), ", "), "); leave layer_decay out"));
   }
   if (errors.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));

@@ -15,7 +15,7 @@ real fuzzer:
 (libFuzzer writes new inputs into the first folder; keep it outside the tree.)
 """
 
-load("//bazel:cc.bzl", "with_torch_precompiled")
+load("//bazel:cc.bzl", "test_copts_and_deps")
 
 def cc_fuzz_test(name, srcs, corpus, deps = [], seconds = 10, tags = [], **kwargs):
     """A fuzz target that is also a cc_test.
@@ -30,6 +30,7 @@ def cc_fuzz_test(name, srcs, corpus, deps = [], seconds = 10, tags = [], **kwarg
       tags: extra tags; "fuzz_target" is always added.
       **kwargs: passed to cc_test.
     """
+    copts, deps = test_copts_and_deps(deps, kwargs.pop("copts", []))
     native.filegroup(
         name = name + "_corpus",
         srcs = corpus,
@@ -41,7 +42,7 @@ def cc_fuzz_test(name, srcs, corpus, deps = [], seconds = 10, tags = [], **kwarg
         args = ["$(rootpaths :%s_corpus)" % name],
         data = [":" + name + "_corpus"],
         env = {"FUZZ_SECONDS": str(seconds)},
-        copts = with_torch_precompiled(deps, kwargs.pop("copts", [])),
+        copts = copts,
         deps = deps + ["//tests/fuzz:fuzz_check"] + select({
             "//tests/fuzz:libfuzzer": ["//tests/fuzz:libfuzzer_main"],
             "//conditions:default": ["//tests/fuzz:fuzz_driver"],

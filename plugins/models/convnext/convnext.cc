@@ -33,6 +33,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "pipeline/interfaces/model.h"
+#include "plugins/models/common/layer_norm.h"
 #include "plugins/models/common/stochastic_depth.h"
 #include "plugins/models/common/trunc_normal.h"
 #include "plugins/models/convnext/convnext.pb.h"
@@ -70,24 +71,6 @@ const Setting* FindSetting(ConvNeXtOptions::Variant variant) {
   return nullptr;
 }
 
-// torchvision's LayerNorm2d: a LayerNorm over the channels of an NCHW map.
-class LayerNorm2dImpl : public torch::nn::Module {
- public:
-  explicit LayerNorm2dImpl(int64_t channels) : channels_(channels) {
-    weight_ = register_parameter("weight", torch::ones({channels}));
-    bias_ = register_parameter("bias", torch::zeros({channels}));
-  }
-
-  torch::Tensor forward(const torch::Tensor& x) {
-    return torch::layer_norm(x.permute({0, 2, 3, 1}), {channels_}, weight_, bias_, kNormEps)
-        .permute({0, 3, 1, 2});
-  }
-
- private:
-  int64_t channels_;
-  torch::Tensor weight_, bias_;
-};
-TORCH_MODULE(LayerNorm2d);
 
 // A CNBlock's residual branch, torchvision's `block` Sequential: depthwise
 // conv "0", Permute to NHWC, LayerNorm "2", Linear "3", GELU, Linear "5",
@@ -99,7 +82,7 @@ class BranchImpl : public torch::nn::Module {
     depthwise_ = register_module(
         "0", torch::nn::Conv2d(torch::nn::Conv2dOptions(dim, dim, 7).padding(3).groups(dim)));
     norm_ = register_module(
-        "2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(kNormEps)));
+        "2", AutocastLayerNorm(torch::nn::LayerNormOptions({dim}).eps(kNormEps)));
     expand_ = register_module("3", torch::nn::Linear(dim, 4 * dim));
     project_ = register_module("5", torch::nn::Linear(4 * dim, dim));
   }
@@ -111,7 +94,7 @@ class BranchImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d depthwise_{nullptr};
-  torch::nn::LayerNorm norm_{nullptr};
+  AutocastLayerNorm norm_{nullptr};
   torch::nn::Linear expand_{nullptr}, project_{nullptr};
 };
 TORCH_MODULE(Branch);
@@ -173,7 +156,7 @@ class ConvNeXt : public Model {
     // The stem: torchvision's Conv2dNormActivation without activation.
     Chain stem;
     stem->Add(Patchify(in_channels, channels[0], 4));
-    stem->Add(LayerNorm2d(channels[0]));
+    stem->Add(AutocastLayerNorm2d(channels[0]));
     Chain features;
     features->Add(stem);
     int64_t total_blocks = 0;
@@ -190,7 +173,7 @@ class ConvNeXt : public Model {
       features->Add(blocks);
       if (stage + 1 < kStages) {
         Chain downsample;
-        downsample->Add(LayerNorm2d(channels[stage]));
+        downsample->Add(AutocastLayerNorm2d(channels[stage]));
         downsample->Add(Patchify(channels[stage], channels[stage + 1], 2));
         features->Add(downsample);
       }
@@ -199,7 +182,8 @@ class ConvNeXt : public Model {
     // torchvision's `avgpool` has no state and is applied in forward(), as
     // is the classifier's Flatten ("1").
     classifier_ = register_module("classifier", std::make_shared<torch::nn::Module>());
-    classifier_norm_ = classifier_->register_module("0", LayerNorm2d(channels[kStages - 1]));
+    classifier_norm_ =
+        classifier_->register_module("0", AutocastLayerNorm2d(channels[kStages - 1]));
     classifier_linear_ =
         classifier_->register_module("2", torch::nn::Linear(channels[kStages - 1], num_classes));
     InitialiseLikeTorchvision();
@@ -261,7 +245,7 @@ class ConvNeXt : public Model {
   std::array<int64_t, kStages> blocks_;
   Chain features_{nullptr};
   std::shared_ptr<torch::nn::Module> classifier_;
-  LayerNorm2d classifier_norm_{nullptr};
+  AutocastLayerNorm2d classifier_norm_{nullptr};
   torch::nn::Linear classifier_linear_{nullptr};
 };
 
@@ -303,6 +287,7 @@ PIPELINE_REGISTER_PLUGIN(Model, "convnext", ConvNeXtOptions,
                          "ConvNeXt (tiny, small, base, large) with torchvision's state_dict "
                          "keys and init",
                          CreateConvNeXt, ValidateConvNeXtOptions);
+PIPELINE_PLUGIN_TRAITS(Model, "convnext", ModelTraits{.has_depth_order = true});
 
 }  // namespace
 }  // namespace pipeline

@@ -39,6 +39,7 @@
 #include "c10/util/Exception.h"
 #include "pipeline/interfaces/model.h"
 #include "pipeline/layers/batch_norm.h"
+#include "plugins/models/common/layer_norm.h"
 #include "plugins/models/common/mobile_blocks.h"
 #include "plugins/models/common/stochastic_depth.h"
 #include "plugins/models/maxvit/maxvit.pb.h"
@@ -236,7 +237,7 @@ TORCH_MODULE(Stem);
 class ClassifierImpl : public torch::nn::Module {
  public:
   ClassifierImpl(int64_t channels, int64_t num_classes) {
-    norm_ = register_module("2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({channels})));
+    norm_ = register_module("2", AutocastLayerNorm(torch::nn::LayerNormOptions({channels})));
     pre_logits_ = register_module("3", torch::nn::Linear(channels, channels));
     logits_ = register_module(
         "5", torch::nn::Linear(torch::nn::LinearOptions(channels, num_classes).bias(false)));
@@ -248,7 +249,7 @@ class ClassifierImpl : public torch::nn::Module {
   }
 
  private:
-  torch::nn::LayerNorm norm_{nullptr};
+  AutocastLayerNorm norm_{nullptr};
   torch::nn::Linear pre_logits_{nullptr}, logits_{nullptr};
 };
 TORCH_MODULE(Classifier);
@@ -354,6 +355,7 @@ absl::StatusOr<std::unique_ptr<Model>> CreateMaxVit(const MaxVitOptions& options
 PIPELINE_REGISTER_PLUGIN(Model, "maxvit", MaxVitOptions,
                          "MaxViT-T with torchvision's state_dict keys and init", CreateMaxVit,
                          ValidateMaxVitOptions);
+PIPELINE_PLUGIN_TRAITS(Model, "maxvit", ModelTraits{.has_depth_order = true});
 
 }  // namespace
 }  // namespace pipeline

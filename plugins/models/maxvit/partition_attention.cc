@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "plugins/models/common/layer_norm.h"
 #include "plugins/models/common/stochastic_depth.h"
 #include "plugins/models/common/trunc_normal.h"
 #include "torch/nn/modules/activation.h"
@@ -91,12 +92,12 @@ PartitionAttentionImpl::PartitionAttentionImpl(int64_t dim, int64_t head_dim,
       stochastic_depth_prob_(stochastic_depth_prob) {
   attn_layer_ = register_module(
       "attn_layer",
-      torch::nn::Sequential(torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})),
+      torch::nn::Sequential(AutocastLayerNorm(torch::nn::LayerNormOptions({dim})),
                             RelativePositionalAttention(dim, head_dim, partition_size),
                             torch::nn::Dropout(0.0)));
   mlp_layer_ = register_module(
       "mlp_layer",
-      torch::nn::Sequential(torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim})),
+      torch::nn::Sequential(AutocastLayerNorm(torch::nn::LayerNormOptions({dim})),
                             torch::nn::Linear(dim, dim * mlp_ratio), torch::nn::GELU(),
                             torch::nn::Linear(dim * mlp_ratio, dim), torch::nn::Dropout(0.0)));
 }

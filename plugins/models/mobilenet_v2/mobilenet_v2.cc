@@ -52,9 +52,13 @@ class ConvBnReLU6Impl : public torch::nn::Module {
   }
 
   // hardtanh_ as nn.ReLU6(inplace=True): its backward is one kernel on the
-  // result, where clamp_'s keeps a copy of the input and takes three.
+  // result, where clamp_'s keeps a copy of the input and takes three. Under
+  // bf16 autocast the activations are bfloat16, for which LibTorch 1.13's
+  // CPU hardtanh backward has no kernel ("hardshrink_backward_cpu" not
+  // implemented for 'BFloat16'): clamp_ there, the same values.
   torch::Tensor forward(const torch::Tensor& x) {
     torch::Tensor y = norm_(conv_(x));
+    if (y.is_cpu() && y.scalar_type() == torch::kBFloat16) return y.clamp_(0, 6);
     return torch::hardtanh_(y, 0, 6);
   }
 

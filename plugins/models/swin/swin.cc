@@ -37,6 +37,7 @@
 #include "absl/strings/string_view.h"
 #include "c10/util/Exception.h"
 #include "pipeline/interfaces/model.h"
+#include "plugins/models/common/layer_norm.h"
 #include "plugins/models/common/stochastic_depth.h"
 #include "plugins/models/common/trunc_normal.h"
 #include "plugins/models/swin/shifted_window_attention.h"
@@ -78,8 +79,8 @@ const Architecture* FindArchitecture(SwinOptions::Variant variant) {
 
 constexpr int64_t kPatchSize = 4;
 
-torch::nn::LayerNorm NormLayer(int64_t dim) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5));
+AutocastLayerNorm NormLayer(int64_t dim) {
+  return AutocastLayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-5));
 }
 
 // features.0: a 4x4, stride-4 conv ("0"), the permute to channels-last
@@ -100,7 +101,7 @@ class PatchEmbeddingImpl : public torch::nn::Module {
 
  private:
   torch::nn::Conv2d conv_{nullptr};
-  torch::nn::LayerNorm norm_{nullptr};
+  AutocastLayerNorm norm_{nullptr};
 };
 TORCH_MODULE(PatchEmbedding);
 
@@ -145,7 +146,7 @@ class SwinBlockImpl : public torch::nn::Module {
  private:
   double stochastic_depth_prob_;
   bool v2_;
-  torch::nn::LayerNorm norm1_{nullptr}, norm2_{nullptr};
+  AutocastLayerNorm norm1_{nullptr}, norm2_{nullptr};
   ShiftedWindowAttention attn_{nullptr};
   Mlp mlp_{nullptr};
 };
@@ -176,7 +177,7 @@ class PatchMergingImpl : public torch::nn::Module {
  private:
   bool v2_;
   torch::nn::Linear reduction_{nullptr};
-  torch::nn::LayerNorm norm_{nullptr};
+  AutocastLayerNorm norm_{nullptr};
 };
 TORCH_MODULE(PatchMerging);
 
@@ -262,7 +263,7 @@ class SwinTransformer : public Model {
 
   std::array<int64_t, 4> depths_;
   torch::nn::Sequential features_{nullptr};
-  torch::nn::LayerNorm norm_{nullptr};
+  AutocastLayerNorm norm_{nullptr};
   torch::nn::Linear head_{nullptr};
 };
 
@@ -305,6 +306,7 @@ PIPELINE_REGISTER_PLUGIN(Model, "swin", SwinOptions,
                          "Swin Transformer v1/v2 (T/S/B) with torchvision's state_dict keys and "
                          "init",
                          CreateSwin, ValidateSwinOptions);
+PIPELINE_PLUGIN_TRAITS(Model, "swin", ModelTraits{.has_depth_order = true});
 
 }  // namespace
 }  // namespace pipeline

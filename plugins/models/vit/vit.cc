@@ -46,6 +46,7 @@
 #include "pipeline/interfaces/model.h"
 #include "pipeline/util/status_macros.h"
 #include "plugins/models/common/dropout.h"
+#include "plugins/models/common/layer_norm.h"
 #include "plugins/models/common/trunc_normal.h"
 #include "plugins/models/vit/vit.pb.h"
 #include "torch/nn/functional/dropout.h"
@@ -103,9 +104,9 @@ Architecture ArchitectureOf(const VisionTransformerOptions& options) {
   return a;
 }
 
-torch::nn::LayerNorm EncoderNorm(int64_t dim) {
+AutocastLayerNorm EncoderNorm(int64_t dim) {
   // torchvision's norm_layer: partial(nn.LayerNorm, eps=1e-6).
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-6));
+  return AutocastLayerNorm(torch::nn::LayerNormOptions({dim}).eps(1e-6));
 }
 
 // torchvision's MLPBlock (an MLP Sequential): Linear "0", GELU, Dropout,
@@ -168,7 +169,7 @@ class EncoderBlockImpl : public torch::nn::Module {
 
  private:
   double dropout_;
-  torch::nn::LayerNorm ln_1_{nullptr}, ln_2_{nullptr};
+  AutocastLayerNorm ln_1_{nullptr}, ln_2_{nullptr};
   torch::nn::MultiheadAttention self_attention_{nullptr};
   MlpBlock mlp_{nullptr};
 };
@@ -202,7 +203,7 @@ class EncoderImpl : public torch::nn::Module {
   double dropout_;
   torch::Tensor pos_embedding_;
   torch::nn::Sequential layers_{nullptr};
-  torch::nn::LayerNorm ln_{nullptr};
+  AutocastLayerNorm ln_{nullptr};
 };
 TORCH_MODULE(Encoder);
 
@@ -388,6 +389,7 @@ PIPELINE_REGISTER_PLUGIN(Model, "vit", VisionTransformerOptions,
                          "Vision Transformer (ViT-B/16 ... ViT-H/14) with torchvision's "
                          "state_dict keys and init",
                          CreateVisionTransformer, ValidateVisionTransformerOptions);
+PIPELINE_PLUGIN_TRAITS(Model, "vit", ModelTraits{.has_depth_order = true});
 
 }  // namespace
 }  // namespace pipeline
