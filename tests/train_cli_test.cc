@@ -210,8 +210,11 @@ TEST(TrainCliTest, FineTuneRecipesFormLayerDecayGroupsAndTrain) {
   const std::vector<Recipe> recipes = {
       {"configs/fine_tune_convnext.textproto",
        "",
-       {"model convnext", "optimizer adamw: param group 0: ",
-        // The stem (layer 0 of 20): 0.8^19.
+       {"model convnext",
+        // The stem (layer 0 of 20): 0.8^19; its conv's bias and its
+        // LayerNorm2d's weight and bias without weight decay, as
+        // torchvision's set_weight_decay (LayerNorm2d is a LayerNorm).
+        "optimizer adamw: param group 1: 3 tensors (288 values), lr x0.0144115, weight_decay 0\n",
         ", lr x0.0144115, weight_decay the optimizer's\n",
         ", lr x0.0144115, weight_decay 0\n",
         // The head: layer 19 at 10x.
