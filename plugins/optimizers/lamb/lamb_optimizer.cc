@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "c10/util/string_utils.h"
+#include "pipeline/util/optimizer_state_key.h"
 #include "torch/types.h"
 #include "torch/utils.h"
 
@@ -77,7 +77,7 @@ torch::Tensor Lamb::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       const torch::Tensor grad = divisor.defined() ? p.grad() / divisor : p.grad();
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const OptimizerStateKey key = OptimizerStateKeyOf(p);
       if (state_.find(key) == state_.end()) {
         auto fresh = std::make_unique<LambParamState>();
         fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));

@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "c10/util/string_utils.h"
+#include "pipeline/util/optimizer_state_key.h"
 #include "torch/types.h"
 #include "torch/utils.h"
 
@@ -71,7 +71,7 @@ torch::Tensor Lars::step(LossClosure closure) {
         grad.mul_(trust_ratio);
       }
       if (options.momentum() != 0) {
-        const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+        const OptimizerStateKey key = OptimizerStateKeyOf(p);
         auto found = state_.find(key);
         if (found == state_.end()) {
           auto fresh = std::make_unique<LarsParamState>();

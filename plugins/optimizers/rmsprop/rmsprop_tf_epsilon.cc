@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "c10/util/string_utils.h"
+#include "pipeline/util/optimizer_state_key.h"
 #include "torch/types.h"
 #include "torch/utils.h"
 
@@ -23,7 +23,7 @@ torch::Tensor RmspropTfEpsilon::step(LossClosure closure) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       torch::Tensor grad = p.grad();
-      const std::string key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const OptimizerStateKey key = OptimizerStateKeyOf(p);
       if (state_.find(key) == state_.end()) {
         auto fresh = std::make_unique<torch::optim::RMSpropParamState>();
         fresh->step(0);

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/util/optimizer_state_key.h"
 #include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "torch/serialize/input-archive.h"
@@ -17,22 +18,6 @@
 
 namespace pipeline {
 namespace {
-
-// LibTorch keys an optimizer's state by the parameter's TensorImpl: as its
-// address printed (1.13) or the pointer itself (2.x).
-using StateMap = std::remove_reference_t<decltype(std::declval<Optimizer&>().state())>;
-using StateKey = typename StateMap::key_type;
-
-template <typename Key = StateKey>
-Key KeyOf(const at::Tensor& parameter) {
-  if constexpr (std::is_same_v<Key, std::string>) {
-    std::ostringstream text;  // as c10::guts::to_string
-    text << parameter.unsafeGetTensorImpl();
-    return text.str();
-  } else {
-    return parameter.unsafeGetTensorImpl();
-  }
-}
 
 std::string ToBytes(torch::serialize::OutputArchive& archive) {
   std::string bytes;
@@ -66,7 +51,7 @@ void OptimizerShards::Partition(const Optimizer& optimizer) {
 
 void OptimizerShards::DropOtherShardsState(Optimizer& optimizer) const {
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    if (owners_[i] != rank_) optimizer.state().erase(KeyOf(parameters_[i]));
+    if (owners_[i] != rank_) optimizer.state().erase(OptimizerStateKeyOf(parameters_[i]));
   }
 }
 
@@ -108,7 +93,7 @@ std::string OptimizerShards::SerializeOwnState(const Optimizer& optimizer) const
   std::vector<int64_t> indices;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     if (owners_[i] != rank_) continue;
-    const auto found = optimizer.state().find(KeyOf(parameters_[i]));
+    const auto found = optimizer.state().find(OptimizerStateKeyOf(parameters_[i]));
     if (found == optimizer.state().end()) continue;
     torch::serialize::OutputArchive one;
     found->second->serialize(one);
@@ -141,7 +126,7 @@ void OptimizerShards::AddState(Optimizer& optimizer, const std::string& bytes) c
     archive.read(std::to_string(i), one);
     std::unique_ptr<torch::optim::OptimizerParamState> state = prototype->clone();
     state->serialize(one);
-    optimizer.state()[KeyOf(parameters_.at(i))] = std::move(state);
+    optimizer.state()[OptimizerStateKeyOf(parameters_.at(i))] = std::move(state);
   }
 }
 
