@@ -20,16 +20,16 @@ namespace pipeline {
 class AutocastLayerNormImpl : public torch::nn::LayerNormImpl {
  public:
   using torch::nn::LayerNormImpl::LayerNormImpl;
-  torch::Tensor forward(const torch::Tensor &input);
+  torch::Tensor forward(const torch::Tensor& input);
 };
 TORCH_MODULE(AutocastLayerNorm);
 
-// torchvision's LayerNorm2d (a LayerNorm over the channels of an NCHW map,
-// eps 1e-6), with the same dtype rule.
+// torchvision's LayerNorm2d (a LayerNorm over the channels of an NCHW map),
+// with the same dtype rule.
 class AutocastLayerNorm2dImpl : public AutocastLayerNormImpl {
  public:
-  explicit AutocastLayerNorm2dImpl(int64_t channels);
-  torch::Tensor forward(const torch::Tensor &input);
+  AutocastLayerNorm2dImpl(int64_t channels, double eps);
+  torch::Tensor forward(const torch::Tensor& input);
 };
 TORCH_MODULE(AutocastLayerNorm2d);
 

@@ -71,7 +71,6 @@ const Setting* FindSetting(ConvNeXtOptions::Variant variant) {
   return nullptr;
 }
 
-
 // A CNBlock's residual branch, torchvision's `block` Sequential: depthwise
 // conv "0", Permute to NHWC, LayerNorm "2", Linear "3", GELU, Linear "5",
 // Permute back. The permutes and GELU have no state and are applied in
@@ -156,7 +155,7 @@ class ConvNeXt : public Model {
     // The stem: torchvision's Conv2dNormActivation without activation.
     Chain stem;
     stem->Add(Patchify(in_channels, channels[0], 4));
-    stem->Add(AutocastLayerNorm2d(channels[0]));
+    stem->Add(AutocastLayerNorm2d(channels[0], kNormEps));
     Chain features;
     features->Add(stem);
     int64_t total_blocks = 0;
@@ -173,7 +172,7 @@ class ConvNeXt : public Model {
       features->Add(blocks);
       if (stage + 1 < kStages) {
         Chain downsample;
-        downsample->Add(AutocastLayerNorm2d(channels[stage]));
+        downsample->Add(AutocastLayerNorm2d(channels[stage], kNormEps));
         downsample->Add(Patchify(channels[stage], channels[stage + 1], 2));
         features->Add(downsample);
       }
@@ -183,7 +182,7 @@ class ConvNeXt : public Model {
     // is the classifier's Flatten ("1").
     classifier_ = register_module("classifier", std::make_shared<torch::nn::Module>());
     classifier_norm_ =
-        classifier_->register_module("0", AutocastLayerNorm2d(channels[kStages - 1]));
+        classifier_->register_module("0", AutocastLayerNorm2d(channels[kStages - 1], kNormEps));
     classifier_linear_ =
         classifier_->register_module("2", torch::nn::Linear(channels[kStages - 1], num_classes));
     InitialiseLikeTorchvision();

@@ -129,8 +129,9 @@ class ShuffleNetV2 : public Model {
  public:
   ShuffleNetV2(const Architecture& architecture, int64_t num_classes, int64_t in_channels) {
     conv1_ = register_module(
-        "conv1", torch::nn::Sequential(Conv(in_channels, architecture.stem_channels, 3, 2, 1),
-                                       BatchNorm2d(architecture.stem_channels), torch::nn::ReLU(kInPlace)));
+        "conv1",
+        torch::nn::Sequential(Conv(in_channels, architecture.stem_channels, 3, 2, 1),
+                              BatchNorm2d(architecture.stem_channels), torch::nn::ReLU(kInPlace)));
     // torchvision's `maxpool` has no state and is applied in forward().
     int64_t channels = architecture.stem_channels;
     for (int stage = 0; stage < 3; ++stage) {
@@ -144,8 +145,9 @@ class ShuffleNetV2 : public Model {
       channels = out_channels;
     }
     conv5_ = register_module(
-        "conv5", torch::nn::Sequential(Conv(channels, architecture.last_channels, 1),
-                                       BatchNorm2d(architecture.last_channels), torch::nn::ReLU(kInPlace)));
+        "conv5",
+        torch::nn::Sequential(Conv(channels, architecture.last_channels, 1),
+                              BatchNorm2d(architecture.last_channels), torch::nn::ReLU(kInPlace)));
     fc_ = register_module("fc", torch::nn::Linear(architecture.last_channels, num_classes));
   }
 
