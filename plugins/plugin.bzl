@@ -8,7 +8,8 @@ run time. The macro sets it so nobody forgets.
 load("//bazel:cc.bzl", "with_torch_precompiled")
 load("//third_party:proto.bzl", "cc_proto")
 
-def pipeline_plugin(name, srcs, options_proto = None, hdrs = [], deps = [], **kwargs):
+def pipeline_plugin(name, srcs, options_proto = None, options_proto_deps = [], hdrs = [], deps = [],
+                    **kwargs):
     """A self-registering plugin library.
 
     Args:
@@ -16,6 +17,7 @@ def pipeline_plugin(name, srcs, options_proto = None, hdrs = [], deps = [], **kw
       srcs: implementation and registration sources.
       options_proto: the .proto file of the plugin's options message, if any;
         it becomes the cc_proto `<name>_options_proto`.
+      options_proto_deps: cc_proto targets whose .proto files it imports.
       hdrs: headers other targets may use (tests, tools).
       deps: further dependencies.
     """
@@ -24,6 +26,7 @@ def pipeline_plugin(name, srcs, options_proto = None, hdrs = [], deps = [], **kw
         cc_proto(
             name = name + "_options_proto",
             srcs = [options_proto],
+            deps = options_proto_deps,
             visibility = ["//visibility:public"],
         )
         all_deps.append(":" + name + "_options_proto")

@@ -3,6 +3,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/util/torch_version.h"
+#include "plugins/optimizers/common/multi_tensor_adam.h"
 
 namespace pipeline {
 
@@ -24,6 +26,11 @@ absl::Status ValidateAdamFamily(const Options& options) {
   if (options.weight_decay() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("weight_decay: ", options.weight_decay(), "; must be >= 0"));
+  }
+  if (options.implementation() == OptimizerImplementation::FUSED && !HasFusedAdam()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "implementation: FUSED needs LibTorch 2.4 or later (its fused Adam kernels); this build "
+        "has ", kLibTorchVersion, ": use FOREACH (multi-tensor kernels) or AUTO"));
   }
   return absl::OkStatus();
 }

@@ -1,4 +1,5 @@
-// optimizer `adam`: torch::optim::Adam.
+// optimizer `adam`: torch::optim::Adam, its step as the
+// per-parameter loop, multi-tensor kernels or one fused kernel (implementation).
 //
 //   optimizer {
 //     name: "adam"
@@ -6,9 +7,9 @@
 //   }
 
 #include "pipeline/interfaces/optimizer.h"
+#include "plugins/optimizers/common/multi_tensor_adam.h"
 #include "plugins/optimizers/adam/adam.pb.h"
 #include "plugins/optimizers/adam_validation.h"
-#include "torch/optim/adam.h"
 
 namespace pipeline {
 namespace {
@@ -20,7 +21,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateAdam(const AdamOptions& options
                             .eps(options.eps())
                             .weight_decay(options.weight_decay())
                             .amsgrad(options.amsgrad());
-  return std::make_unique<torch::optim::Adam>(TorchParamGroups(context, defaults), defaults);
+  return std::make_unique<MultiTensorAdam>(TorchParamGroups(context, defaults), defaults,
+                                         options.implementation());
 }
 
 PIPELINE_REGISTER_PLUGIN(torch::optim::Optimizer, "adam", AdamOptions,

@@ -1,4 +1,5 @@
-// optimizer `adamw`: torch::optim::AdamW (decoupled weight decay).
+// optimizer `adamw`: torch::optim::AdamW (decoupled weight decay), its step as the
+// per-parameter loop, multi-tensor kernels or one fused kernel (implementation).
 //
 //   optimizer {
 //     name: "adamw"
@@ -6,9 +7,9 @@
 //   }
 
 #include "pipeline/interfaces/optimizer.h"
+#include "plugins/optimizers/common/multi_tensor_adam.h"
 #include "plugins/optimizers/adam_validation.h"
 #include "plugins/optimizers/adamw/adamw.pb.h"
-#include "torch/optim/adamw.h"
 
 namespace pipeline {
 namespace {
@@ -20,7 +21,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateAdamW(const AdamWOptions& optio
                             .eps(options.eps())
                             .weight_decay(options.weight_decay())
                             .amsgrad(options.amsgrad());
-  return std::make_unique<torch::optim::AdamW>(TorchParamGroups(context, defaults), defaults);
+  return std::make_unique<MultiTensorAdamW>(TorchParamGroups(context, defaults), defaults,
+                                          options.implementation());
 }
 
 PIPELINE_REGISTER_PLUGIN(torch::optim::Optimizer, "adamw", AdamWOptions,

@@ -1,8 +1,11 @@
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "pipeline/interfaces/optimizer.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/util/torch_version.h"
+#include "plugins/optimizers/common/multi_tensor_adam.h"
 #include "torch/types.h"
 
 namespace pipeline {
@@ -26,6 +29,21 @@ TEST(AdamWTest, RejectsNegativeWeightDecay) {
       R"pb(name: "adamw"
            options { [type.googleapis.com/pipeline.AdamWOptions] { weight_decay: -1 } })pb");
   EXPECT_EQ(optimizer.status().message(), "options: weight_decay: -1; must be >= 0");
+}
+
+TEST(AdamWTest, FusedNeedsALibTorchWithTheKernel) {
+  auto optimizer = testing::CreatePlugin<Optimizer>(
+      R"pb(name: "adamw"
+           options { [type.googleapis.com/pipeline.AdamWOptions] { implementation: FUSED } })pb",
+      OptimizerContext::OneGroup({torch::ones({1}, torch::requires_grad())}));
+  if (HasFusedAdam()) {
+    EXPECT_TRUE(optimizer.ok()) << optimizer.status();
+  } else {
+    EXPECT_EQ(optimizer.status().message(),
+              absl::StrCat("options: implementation: FUSED needs LibTorch 2.4 or later (its fused "
+                           "Adam kernels); this build has ",
+                           kLibTorchVersion, ": use FOREACH (multi-tensor kernels) or AUTO"));
+  }
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// optimizer `sgd`: torch::optim::SGD (momentum, Nesterov, weight decay).
+// optimizer `sgd`: torch::optim::SGD (momentum, Nesterov, weight decay), its
+// step as the per-parameter loop or as multi-tensor kernels (implementation).
 //
 //   optimizer {
 //     name: "sgd"
@@ -9,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/optimizer.h"
+#include "plugins/optimizers/common/multi_tensor_sgd.h"
 #include "plugins/optimizers/sgd/sgd.pb.h"
-#include "torch/optim/sgd.h"
 
 namespace pipeline {
 namespace {
@@ -26,6 +27,11 @@ absl::Status ValidateSgd(const SgdOptions& options) {
     return absl::InvalidArgumentError(
         "nesterov: needs momentum > 0 and dampening 0 (as torch.optim.SGD)");
   }
+  if (options.implementation() == OptimizerImplementation::FUSED) {
+    return absl::InvalidArgumentError(
+        "implementation: FUSED; sgd has no fused kernel: use FOREACH (multi-tensor kernels) or "
+        "AUTO");
+  }
   return absl::OkStatus();
 }
 
@@ -36,7 +42,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateSgd(const SgdOptions& options,
                             .dampening(options.dampening())
                             .weight_decay(options.weight_decay())
                             .nesterov(options.nesterov());
-  return std::make_unique<torch::optim::SGD>(TorchParamGroups(context, defaults), defaults);
+  return std::make_unique<MultiTensorSgd>(TorchParamGroups(context, defaults), defaults,
+                                          options.implementation());
 }
 
 PIPELINE_DEFAULT_PLUGIN(torch::optim::Optimizer, "optimizer", "sgd");

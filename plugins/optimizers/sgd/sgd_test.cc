@@ -54,6 +54,22 @@ TEST(SgdTest, RejectsBadOptions) {
            options { [type.googleapis.com/pipeline.SgdOptions] { momentum: 0 nesterov: true } })pb");
   EXPECT_EQ(bad_nesterov.status().message(),
             "options: nesterov: needs momentum > 0 and dampening 0 (as torch.optim.SGD)");
+  auto fused = testing::CreatePlugin<Optimizer>(
+      R"pb(name: "sgd"
+           options { [type.googleapis.com/pipeline.SgdOptions] { implementation: FUSED } })pb");
+  EXPECT_EQ(fused.status().message(),
+            "options: implementation: FUSED; sgd has no fused kernel: use FOREACH (multi-tensor "
+            "kernels) or AUTO");
+}
+
+TEST(SgdTest, ForeachTakesTheSameSteps) {
+  const char* config = R"pb(name: "sgd"
+                            options {
+                              [type.googleapis.com/pipeline.SgdOptions] {
+                                lr: 0.1 momentum: 0.9 weight_decay: 0 implementation: FOREACH
+                              }
+                            })pb";
+  EXPECT_NEAR(AfterSteps(config, 2), 0.42, 1e-6);
 }
 
 }  // namespace

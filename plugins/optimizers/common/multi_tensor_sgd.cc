@@ -1,0 +1,83 @@
+#include "plugins/optimizers/common/multi_tensor_sgd.h"
+
+#include <memory>
+#include <utility>
+
+#include "ATen/ops/_foreach_add.h"
+#include "ATen/ops/_foreach_mul.h"
+#include "pipeline/util/optimizer_state_key.h"
+#include "torch/autograd.h"
+
+namespace pipeline {
+
+bool RunsForLoop(OptimizerImplementation::Value implementation,
+                 const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  if (implementation != OptimizerImplementation::AUTO) {
+    return implementation == OptimizerImplementation::FOR_LOOP;
+  }
+  for (const auto& group : groups) {
+    for (const auto& p : group.params()) return !p.is_cuda();
+  }
+  return true;
+}
+
+MultiTensorSgd::MultiTensorSgd(std::vector<torch::optim::OptimizerParamGroup> groups,
+                               torch::optim::SGDOptions defaults,
+                               OptimizerImplementation::Value implementation)
+    : torch::optim::SGD(std::move(groups), std::move(defaults)),
+      implementation_(implementation) {}
+
+torch::Tensor MultiTensorSgd::step(LossClosure closure) {
+  if (RunsForLoop(implementation_, param_groups())) return torch::optim::SGD::step(closure);
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure != nullptr) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) ForeachStep(group);
+  return loss;
+}
+
+// LibTorch's SGD::step for one group, each line over the group at once:
+//   d_p = grad + weight_decay * p
+//   buf = d_p (first step), else buf = momentum * buf + (1 - dampening) * d_p
+//   d_p = d_p + momentum * buf (nesterov), else d_p = buf
+//   p -= lr * d_p
+void MultiTensorSgd::ForeachStep(torch::optim::OptimizerParamGroup& group) {
+  const auto& options = static_cast<const torch::optim::SGDOptions&>(group.options());
+  std::vector<torch::Tensor> params, d_p;
+  for (const auto& p : group.params()) {
+    if (!p.grad().defined()) continue;
+    params.push_back(p);
+    d_p.push_back(p.grad());
+  }
+  if (params.empty()) return;
+  if (options.weight_decay() != 0) d_p = at::_foreach_add(d_p, params, options.weight_decay());
+  if (options.momentum() != 0) {
+    std::vector<torch::Tensor> buffers, old_buffers, old_d_p;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const OptimizerStateKey key = OptimizerStateKeyOf(params[i]);
+      auto found = state().find(key);
+      if (found == state().end()) {
+        auto fresh = std::make_unique<torch::optim::SGDParamState>();
+        fresh->momentum_buffer(torch::clone(d_p[i]).detach());
+        buffers.push_back(fresh->momentum_buffer());
+        state()[key] = std::move(fresh);
+        continue;
+      }
+      buffers.push_back(
+          static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer());
+      old_buffers.push_back(buffers.back());
+      old_d_p.push_back(d_p[i]);
+    }
+    if (!old_buffers.empty()) {
+      at::_foreach_mul_(old_buffers, options.momentum());
+      at::_foreach_add_(old_buffers, old_d_p, 1 - options.dampening());
+    }
+    d_p = options.nesterov() ? at::_foreach_add(d_p, buffers, options.momentum()) : buffers;
+  }
+  at::_foreach_add_(params, d_p, -1 * options.lr());
+}
+
+}  // namespace pipeline
