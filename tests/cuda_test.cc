@@ -12,11 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/data/device_maps.h"
+#include "pipeline/interfaces/optimizer.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/testing/command.h"
 #include "pipeline/testing/free_port.h"
 #include "pipeline/testing/model_test_util.h"
 #include "pipeline/testing/plugin_test_util.h"
+#include "pipeline/trainer/cuda_graph_step.h"
 #include "pipeline/util/cuda_devices.h"
 #include "pipeline/util/torch_version.h"
 #include "torch/nn/modules/conv.h"
@@ -173,7 +176,141 @@ TEST(CudaTest, Fp16AutocastWithTheLossScalerLearnsAsFloat32OnTheCpu) {
       << fp16.output;
 }
 
+// A step whose forward reads a value back to the host: it cannot be
+// captured.
+class HostReadingNet : public ConvNet {
+ public:
+  torch::Tensor forward(const torch::Tensor& x) override {
+    const torch::Tensor logits = ConvNet::forward(x);
+    if (logits.abs().max().item<double>() > 1e9) return logits * 0;
+    return logits;
+  }
+};
+
+// Eight steps through CudaGraphStep against the plain step on copies of the
+// same weights and batches (the last one smaller, so it runs eagerly);
+// parameters within `tolerance`. Returns what the graph step said.
+std::string ExpectGraphStepsTrainAsEagerOnes(ConvNet& model, bool expect_captured) {
+  auto strategy = testing::CreatePlugin<Strategy>(SingleOn("cuda:0"));
+  EXPECT_TRUE(strategy.ok()) << strategy.status();
+  ConvNet reference;
+  testing::CopyParameters(model, reference);
+  EXPECT_TRUE((*strategy)->Prepare(model, {}).ok());
+  EXPECT_TRUE((*strategy)->Prepare(reference, {}).ok());
+  torch::optim::SGD optimizer(model.parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::optim::SGD reference_optimizer(reference.parameters(),
+                                        torch::optim::SGDOptions(0.1).momentum(0.9));
+  std::string said;
+  CudaGraphStep graph_step([&](const std::string& line) { said += line; });
+  torch::manual_seed(1);
+  for (int step = 0; step < 8; ++step) {
+    const int64_t batch = step == 7 ? 5 : 8;
+    const torch::Tensor images = torch::randn({batch, 1, 8, 8});
+    const torch::Tensor labels = torch::randint(0, 3, {batch}, torch::kLong);
+    optimizer.zero_grad();
+    reference_optimizer.zero_grad();
+    auto ours = graph_step.ForwardBackward(**strategy, model, images, labels, CrossEntropy);
+    auto theirs = (*strategy)->ForwardBackward(reference, images, labels, CrossEntropy);
+    EXPECT_TRUE(ours.ok()) << ours.status();
+    EXPECT_TRUE(theirs.ok()) << theirs.status();
+    if (!ours.ok() || !theirs.ok()) return said;
+    EXPECT_NEAR(ours->loss.item<double>(), theirs->loss.item<double>(), 1e-5) << step;
+    EXPECT_TRUE(torch::allclose(ours->logits, theirs->logits, 1e-5, 1e-5)) << step;
+    optimizer.step();
+    reference_optimizer.step();
+  }
+  EXPECT_EQ(graph_step.captured(), expect_captured);
+  auto expected = reference.named_parameters();
+  for (const auto& p : model.named_parameters()) {
+    EXPECT_TRUE(torch::allclose(p.value(), expected[p.key()], 1e-5, 1e-5)) << p.key();
+  }
+  return said;
+}
+
+TEST(CudaTest, CudaGraphsTrainAsTheEagerStep) {
+  SKIP_WITHOUT_GPU(1);
+  ConvNet model;
+  EXPECT_EQ(ExpectGraphStepsTrainAsEagerOnes(model, /*expect_captured=*/true), "");
+}
+
+TEST(CudaTest, AStepThatCannotBeCapturedTrainsOnEagerlyAndSaysWhy) {
+  SKIP_WITHOUT_GPU(1);
+  HostReadingNet model;
+  const std::string said = ExpectGraphStepsTrainAsEagerOnes(model, /*expect_captured=*/false);
+  EXPECT_THAT(said, HasSubstr("trainer.cuda_graphs: the training step could not be captured"));
+  EXPECT_THAT(said, HasSubstr("training goes on without CUDA graphs"));
+}
+
+// The multi-tensor and fused steps on the device against the loop, from the
+// same weights and gradients.
+TEST(CudaTest, ForeachAndFusedOptimizerStepsMatchTheLoop) {
+  SKIP_WITHOUT_GPU(1);
+  for (const char* plugin : {"sgd", "adam", "adamw"}) {
+    for (const char* implementation : {"FOREACH", "FUSED"}) {
+      if (std::string(plugin) == "sgd" && std::string(implementation) == "FUSED") continue;
+      SCOPED_TRACE(absl::StrCat(plugin, " ", implementation));
+      torch::manual_seed(3);
+      std::vector<torch::Tensor> loop_params, multi_params;
+      for (int64_t size : {12, 5, 300}) {
+        torch::Tensor p = torch::randn({size}, torch::kCUDA);
+        loop_params.push_back(p.clone().set_requires_grad(true));
+        multi_params.push_back(p.clone().set_requires_grad(true));
+      }
+      const std::string type = std::string(plugin) == "sgd"    ? "SgdOptions"
+                               : std::string(plugin) == "adam" ? "AdamOptions"
+                                                               : "AdamWOptions";
+      auto config = [&](const std::string& how) {
+        return absl::StrCat("name: \"", plugin, "\" options { [type.googleapis.com/pipeline.",
+                            type, "] { lr: 0.01 weight_decay: 0.01 implementation: ", how,
+                            " } }");
+      };
+      auto loop = testing::CreatePlugin<Optimizer>(config("FOR_LOOP"),
+                                                   OptimizerContext::OneGroup(loop_params));
+      auto multi = testing::CreatePlugin<Optimizer>(config(implementation),
+                                                    OptimizerContext::OneGroup(multi_params));
+      ASSERT_TRUE(loop.ok()) << loop.status();
+      ASSERT_TRUE(multi.ok()) << multi.status();
+      for (int step = 0; step < 5; ++step) {
+        for (size_t i = 0; i < loop_params.size(); ++i) {
+          const torch::Tensor grad = torch::randn_like(loop_params[i]);
+          loop_params[i].mutable_grad() = grad.clone();
+          multi_params[i].mutable_grad() = grad.clone();
+        }
+        (*loop)->step();
+        (*multi)->step();
+      }
+      for (size_t i = 0; i < loop_params.size(); ++i) {
+        EXPECT_TRUE(torch::allclose(loop_params[i], multi_params[i], 1e-5, 1e-6)) << i;
+      }
+    }
+  }
+}
+
+// uint8 batches normalized on the GPU against the same maps on the CPU.
+TEST(CudaTest, ChannelMapsOnTheGpuMatchTheCpu) {
+  SKIP_WITHOUT_GPU(1);
+  const torch::Tensor images = torch::randint(0, 256, {4, 3, 9, 7}, torch::kByte);
+  const std::vector<ChannelMap> maps = {
+      ChannelMap{.multiply = {1.0f / 255}, .takes_uint8 = true, .takes_float = false},
+      ChannelMap{.subtract = {0.485f, 0.456f, 0.406f}, .divide = {0.229f, 0.224f, 0.225f}}};
+  const torch::Tensor on_gpu = ApplyChannelMaps(images.cuda(), maps);
+  EXPECT_TRUE(on_gpu.is_cuda());
+  EXPECT_TRUE(torch::allclose(on_gpu.cpu(), ApplyChannelMaps(images, maps), 1e-6, 1e-6));
+}
+
 // ---- Bad input, on every machine ----
+
+// The CPU build says it is CPU-only; a CUDA build, that the default
+// config's strategy runs on the CPU.
+TEST(CudaConfigTest, CudaGraphsWhereTheyCannotRunAreAConfigError) {
+  const testing::CommandResult result =
+      RunTrain("--set=trainer.cuda_graphs=true --set=trainer.max_steps=1 --dry_run");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_THAT(result.output,
+              HasSubstr(kCudaBuild ? "trainer.cuda_graphs: true needs the model on a CUDA device"
+                                   : "trainer.cuda_graphs: true needs a CUDA build of the "
+                                     "runner, and this one is CPU-only"));
+}
 
 TEST(CudaConfigTest, Fp16AutocastOnTheCpuIsAConfigError) {
   const testing::CommandResult result =

@@ -139,6 +139,16 @@ void WriteChw(const Image& image, float* out) {
   WriteChwFitting(image, image.is_float() ? kAsIs : kToUnit, out);
 }
 
+void WriteChwUint8(const Image& image, uint8_t* out) {
+  const size_t pixels = image.pixel_count();
+  const int channels = image.channels;
+  const uint8_t* in = image.u8.data();
+  for (int c = 0; c < channels; ++c) {
+    uint8_t* plane = out + c * pixels;
+    for (size_t i = 0; i < pixels; ++i) plane[i] = in[i * channels + c];
+  }
+}
+
 bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out) {
   if (maps.empty()) {
     WriteChw(image, out);
@@ -247,19 +257,20 @@ absl::StatusOr<std::optional<Batch>> Loader::Next() {
   }
 }
 
-at::Tensor Loader::BatchImages(int64_t n, int64_t channels, int64_t height,
-                               int64_t width) const {
+at::Tensor Loader::BatchImages(int64_t n, int64_t channels, int64_t height, int64_t width,
+                               at::ScalarType type) const {
   const std::vector<int64_t> sizes = {n, channels, height, width};
-  if (options_.pin_memory) return at::empty(sizes, PinnedIf(true, at::kFloat));
+  if (options_.pin_memory) return at::empty(sizes, PinnedIf(true, type));
   std::lock_guard<std::mutex> lock(pool_mutex_);
   for (at::Tensor& pooled : image_pool_) {
     // No batch, view or saved activation of the trainer's uses this memory,
     // and none can start to except through the pool.
-    if (IsOnlyReference(pooled) && pooled.sizes() == at::IntArrayRef(sizes)) {
+    if (IsOnlyReference(pooled) && pooled.sizes() == at::IntArrayRef(sizes) &&
+        pooled.scalar_type() == type) {
       return pooled;
     }
   }
-  at::Tensor images = at::empty(sizes, at::kFloat);
+  at::Tensor images = at::empty(sizes, type);
   const size_t capacity =
       static_cast<size_t>(options_.prefetch_batches + options_.num_workers) + 2;
   if (image_pool_.size() < capacity) {
@@ -364,6 +375,11 @@ absl::StatusOr<Sample> Loader::LoadForBatch(int64_t index, bool* mapped_in_write
   return sample;
 }
 
+bool Loader::LeavesMapsToDevice(const Image& image, bool mapped_in_write) const {
+  return options_.channel_maps_on_device && mapped_in_write && !fused_maps_.empty() &&
+         !image.is_float();
+}
+
 absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
   // indices_ and epoch_ do not change while workers run.
   const int64_t begin = job * options_.batch_size;
@@ -392,13 +408,26 @@ absl::StatusOr<Batch> Loader::BuildBatch(int64_t job) const {
     if (row == 0) {
       batch_shape = image.ShapeString();
       first_index = index;
-      batch.images = BatchImages(end - begin, image.channels, image.height, image.width);
+      if (LeavesMapsToDevice(image, mapped_in_write)) batch.device_maps = fused_maps_;
+      batch.images =
+          BatchImages(end - begin, image.channels, image.height, image.width,
+                      batch.device_maps.empty() ? at::kFloat : at::kByte);
     } else if (image.ShapeString() != batch_shape) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sample ", index, " is ", image.ShapeString(), " (HxWxC) after its transforms but sample ",
           first_index, " of the same batch is ", batch_shape,
           "; add a resize and center_crop (or random_resized_crop) transform so every image "
           "has one size"));
+    }
+    if (!batch.device_maps.empty()) {
+      if (!LeavesMapsToDevice(image, mapped_in_write)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sample ", index, " is not uint8 before its to_float/normalize transforms but sample ",
+            first_index, " of the same batch is; set normalize_on_device: false"));
+      }
+      WriteChwUint8(image, batch.images.data_ptr<uint8_t>() + row * batch.images.stride(0));
+      labels[row++] = sample->label;
+      continue;
     }
     float* out = batch.images.data_ptr<float>() + row * batch.images.stride(0);
     if (mapped_in_write) {

@@ -35,6 +35,8 @@ void WriteChw(const Image& image, float* out);
 bool WriteChwMapped(const Image& image, const std::vector<ChannelMap>& maps, float* out);
 // Whether WriteChwMapped takes `image`.
 bool FitsChannelMaps(const Image& image, const std::vector<ChannelMap>& maps);
+// HWC uint8 pixels of `image` into CHW uint8 at `out`, values unchanged.
+void WriteChwUint8(const Image& image, uint8_t* out);
 // What the loader does with a sample that fails to load: its file is
 // missing, unreadable or not a decodable image, or a transform rejects it.
 enum class BadSamplePolicy {
@@ -88,16 +90,23 @@ struct LoaderOptions {
   // host allocator, which knows when a copy that reads one has finished,
   // instead of this loader's pool, which does not.
   bool pin_memory = false;
+  // The trailing ChannelMaps (to_float, normalize) are left to the
+  // consumer, to run on the device (ApplyChannelMaps): batches of uint8
+  // images come out as uint8, with the maps in Batch::device_maps.
+  bool channel_maps_on_device = false;
 };
 
 struct Batch {
-  at::Tensor images;  // N x C x H x W, float32
+  at::Tensor images;  // N x C x H x W, float32 (uint8 with device_maps)
   at::Tensor labels;  // N, int64
   // N x classes class probabilities from batch transforms (mixup, cutmix),
   // the loss's targets where defined; undefined otherwise.
   at::Tensor targets;
   // Positions of this batch whose sample failed (replaced or dropped).
   std::vector<SkippedSample> skipped;
+  // Under channel_maps_on_device, for uint8 images: the ChannelMaps that
+  // make them the float batch the model takes (ApplyChannelMaps).
+  std::vector<ChannelMap> device_maps;
 };
 
 class Loader {
@@ -141,10 +150,14 @@ class Loader {
   // ChannelMaps applied, and the maps too when the image is not what they
   // take (*mapped_in_write = false), so their own errors surface.
   absl::StatusOr<Sample> LoadForBatch(int64_t index, bool* mapped_in_write) const;
-  // An N x C x H x W float tensor for a batch: one handed out before whose
-  // memory nothing refers to any more (the trainer has dropped that batch
-  // and every view of it), or a new one.
-  at::Tensor BatchImages(int64_t n, int64_t channels, int64_t height, int64_t width) const;
+  // An N x C x H x W tensor of `type` for a batch: one handed out before
+  // whose memory nothing refers to any more (the trainer has dropped that
+  // batch and every view of it), or a new one.
+  at::Tensor BatchImages(int64_t n, int64_t channels, int64_t height, int64_t width,
+                         at::ScalarType type) const;
+  // Whether a batch whose first sample is `image` (*mapped_in_write as
+  // LoadForBatch set it) goes out as uint8 with the maps left to apply.
+  bool LeavesMapsToDevice(const Image& image, bool mapped_in_write) const;
   bool IsKnownBad(int64_t index) const;
   void MarkBad(int64_t index) const;
   void WorkerLoop();

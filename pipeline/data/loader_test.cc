@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/data/device_maps.h"
 #include "pipeline/testing/plugin_test_util.h"
 #include "pipeline/util/simd.h"
 #include "absl/strings/str_cat.h"
@@ -170,6 +171,45 @@ TEST(LoaderTest, ChannelMapsRunInTheBatchWriteBitwiseAsTheTransforms) {
     WriteChw(sample->image, expected.data_ptr<float>());
     EXPECT_TRUE(batches[index / 4].images[index % 4].equal(expected)) << index;
   }
+}
+
+// With the maps left to the device, batches leave as uint8 with the maps
+// beside them, and applying those gives the batch the loader would have
+// written.
+TEST(LoaderTest, ChannelMapsLeftToTheDeviceGiveTheSameBatch) {
+  ColorDataset dataset(12);
+  RandomInvert invert;
+  auto to_float = testing::CreatePlugin<Transform>(R"pb(name: "to_float")pb");
+  auto normalize = testing::CreatePlugin<Transform>(R"pb(
+    name: "normalize"
+    options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: [0.485, 0.456, 0.406] std: [0.229, 0.224, 0.225] } }
+  )pb");
+  ASSERT_TRUE(to_float.ok() && normalize.ok());
+  const std::vector<const Transform*> transforms = {&invert, to_float->get(), normalize->get()};
+  Loader on_host(&dataset, transforms, {.batch_size = 4, .num_workers = 2, .seed = 3});
+  Loader left(&dataset, transforms,
+              {.batch_size = 4, .num_workers = 2, .seed = 3, .channel_maps_on_device = true});
+  on_host.StartEpoch(1, Range(12));
+  left.StartEpoch(1, Range(12));
+  const std::vector<Batch> expected = Drain(on_host);
+  const std::vector<Batch> got = Drain(left);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t b = 0; b < got.size(); ++b) {
+    EXPECT_EQ(got[b].images.scalar_type(), at::kByte);
+    ASSERT_EQ(got[b].device_maps.size(), 2u);
+    EXPECT_TRUE(expected[b].device_maps.empty());
+    const at::Tensor finished = FinishedImages(got[b], at::kCPU);
+    EXPECT_EQ(finished.scalar_type(), at::kFloat);
+    EXPECT_TRUE(finished.allclose(expected[b].images, 1e-6, 1e-6)) << b;
+    EXPECT_TRUE(got[b].labels.equal(expected[b].labels)) << b;
+  }
+  // No maps at the end: nothing is left over, the batch is float.
+  Loader plain(&dataset, {&invert}, {.batch_size = 4, .channel_maps_on_device = true});
+  plain.StartEpoch(0, Range(4));
+  const std::vector<Batch> unmapped = Drain(plain);
+  ASSERT_EQ(unmapped.size(), 1u);
+  EXPECT_EQ(unmapped[0].images.scalar_type(), at::kFloat);
+  EXPECT_TRUE(unmapped[0].device_maps.empty());
 }
 
 // The batch write's AVX2 build does the same arithmetic as the baseline one:

@@ -62,6 +62,22 @@ class Strategy {
                                                      const torch::Tensor& labels,
                                                      const LossFunction& loss) = 0;
 
+  // For CUDA graphs (trainer.cuda_graphs): ForwardBackward with `images`
+  // and `labels` on device() and the loss and logits left there, detached,
+  // so that nothing waits on the host and the pass can be captured. Only
+  // strategies whose CanCaptureCudaGraphs is OK implement it.
+  virtual absl::StatusOr<StepOutput> ForwardBackwardOnDevice(Model& model,
+                                                             const torch::Tensor& images,
+                                                             const torch::Tensor& labels,
+                                                             const LossFunction& loss) {
+    return CanCaptureCudaGraphs();
+  }
+  // OK when one CUDA graph can capture ForwardBackwardOnDevice; otherwise
+  // why not, as a clause ("runs replicas on several devices ...").
+  virtual absl::Status CanCaptureCudaGraphs() const {
+    return absl::UnimplementedError("has no step a CUDA graph can capture");
+  }
+
   // Gradient accumulation: while disabled, ForwardBackward only adds this
   // batch's gradients to each parameter's grad, without communicating; the
   // next ForwardBackward with it enabled averages the accumulated sums across

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "ATen/Context.h"
 #include "absl/strings/str_format.h"
 #include "pipeline/trainer/autocast.h"
 #include "pipeline/util/status_macros.h"
@@ -157,6 +158,16 @@ absl::StatusOr<ComputeFormat> ChooseComputeFormat(
     absl::StrAppend(&format.reason, "; bf16 is emulated on this CPU (", device.bf16.detail,
                     ") and allow_emulated_bf16 is set: ", measured);
   }
+  // Shapes are fixed (the loader makes every batch one size), so timing
+  // cuDNN's algorithms once per shape pays for itself within a few steps.
+  format.cudnn_benchmark = device.is_cuda && trainer.cudnn_benchmark() && !trainer.deterministic();
+  if (device.is_cuda) {
+    absl::StrAppend(&format.reason, "; cudnn_benchmark: ",
+                    format.cudnn_benchmark ? "on (cuDNN picks each convolution's fastest "
+                                             "algorithm for its shape)"
+                    : trainer.deterministic() ? "off under deterministic"
+                                              : "off as the config says");
+  }
   if (asked == TrainerConfig::FP16_AUTOCAST && device.is_cuda && !device.fast_fp16) {
     absl::StrAppend(&format.reason, "; this GPU has no fast fp16 (tensor cores arrive with "
                                     "compute capability 7.0): FP16_AUTOCAST will not be faster "
@@ -169,11 +180,13 @@ void ApplyComputeFormat(const ComputeFormat& format, TrainerConfig& trainer) {
   trainer.set_precision(format.precision);
   trainer.set_memory_format(format.channels_last ? MemoryFormat::CHANNELS_LAST
                                                  : MemoryFormat::CONTIGUOUS);
+  at::globalContext().setBenchmarkCuDNN(format.cudnn_benchmark);
 }
 
 std::vector<std::pair<std::string, std::string>> ComputeFormatFields(const ComputeFormat& format) {
   return {{"precision", PrecisionName(format.precision)},
           {"memory_format", format.channels_last ? "CHANNELS_LAST" : "CONTIGUOUS"},
+          {"cudnn_benchmark", format.cudnn_benchmark ? "true" : "false"},
           {"device", format.device},
           {"reason", format.reason}};
 }

@@ -45,6 +45,8 @@ absl::StatusOr<double> MeasureCpuBf16Slowdown(bool channels_last);
 struct ComputeFormat {
   TrainerConfig::Precision precision = TrainerConfig::FP32;  // never AUTO
   bool channels_last = false;
+  // cuDNN's autotuner (torch.backends.cudnn.benchmark): CUDA only.
+  bool cudnn_benchmark = false;
   // One line for the start header and run_info.jsonl: what was chosen and
   // why ("precision: AUTO chose BF16_AUTOCAST: the CPU computes bf16
   // natively (AVX-512 BF16); memory_format: AUTO chose CHANNELS_LAST ...").
@@ -63,7 +65,8 @@ absl::StatusOr<ComputeFormat> ChooseComputeFormat(
 std::vector<std::pair<std::string, std::string>> ComputeFormatFields(const ComputeFormat& format);
 
 // `trainer` with the choice written in (precision and memory_format never
-// AUTO), for everything downstream that reads them.
+// AUTO), for everything downstream that reads them; cuDNN's autotuner set
+// as chosen.
 void ApplyComputeFormat(const ComputeFormat& format, TrainerConfig& trainer);
 
 }  // namespace pipeline

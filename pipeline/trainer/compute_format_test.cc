@@ -165,5 +165,27 @@ TEST(ComputeFormatTest, TheHostCpuIsDescribed) {
   EXPECT_FALSE(cpu.bf16.detail.empty());
 }
 
+TEST(ComputeFormatTest, CudnnAutotuningOnCudaUnlessDeterministicOrSwitchedOff) {
+  auto on_gpu = ChooseComputeFormat(Trainer(TrainerConfig::FP32), Gpu(9), NoProbe);
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
+  EXPECT_TRUE(on_gpu->cudnn_benchmark);
+  EXPECT_THAT(on_gpu->reason, HasSubstr("cudnn_benchmark: on"));
+  TrainerConfig deterministic = Trainer(TrainerConfig::FP32);
+  deterministic.set_deterministic(true);
+  auto exact = ChooseComputeFormat(deterministic, Gpu(9), NoProbe);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  EXPECT_FALSE(exact->cudnn_benchmark);
+  EXPECT_THAT(exact->reason, HasSubstr("cudnn_benchmark: off under deterministic"));
+  TrainerConfig switched_off = Trainer(TrainerConfig::FP32);
+  switched_off.set_cudnn_benchmark(false);
+  auto off = ChooseComputeFormat(switched_off, Gpu(9), NoProbe);
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(off->cudnn_benchmark);
+  auto on_cpu = ChooseComputeFormat(Trainer(TrainerConfig::FP32), Cpu(true), NoProbe);
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
+  EXPECT_FALSE(on_cpu->cudnn_benchmark);
+  EXPECT_THAT(on_cpu->reason, Not(HasSubstr("cudnn")));
+}
+
 }  // namespace
 }  // namespace pipeline

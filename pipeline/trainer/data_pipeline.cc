@@ -39,14 +39,17 @@ LoaderOptions LoaderOptionsOf(const DataConfig& config, const PipelineConfig& pi
                               const Strategy& strategy, bool training) {
   LoaderOptions options;
   options.batch_size = config.batch_size();
-  // Loader threads take the cores compute leaves; at least one.
+  // Loader threads take the cores compute leaves, at least one; with the
+  // model on CUDA the CPU only loads, so this process's share of the cores.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  options.num_workers = config.num_workers() > 0
-                            ? config.num_workers()
-                            : std::max(1, cores - pipeline.trainer().threads());
+  const bool on_cuda = strategy.device().is_cuda();
+  options.num_workers = config.num_workers() > 0 ? config.num_workers()
+                        : on_cuda              ? std::max(1, pipeline.trainer().threads())
+                                               : std::max(1, cores - pipeline.trainer().threads());
   options.prefetch_batches = config.prefetch_batches();
   options.drop_last = config.drop_last();
-  options.pin_memory = config.pin_memory() && strategy.device().is_cuda();
+  options.pin_memory = config.pin_memory() && on_cuda;
+  options.channel_maps_on_device = config.normalize_on_device() && on_cuda;
   options.seed = pipeline.trainer().seed();
   if (config.on_bad_sample() == DataConfig::SKIP) {
     options.on_bad_sample = training ? BadSamplePolicy::kReplace : BadSamplePolicy::kDrop;

@@ -305,7 +305,15 @@ absl::StatusOr<TrainRun> SetUpRun(const PipelineConfig& user_config, const RunOp
         "device (e.g. strategy { name: \"single\" options { device: \"cuda:0\" } }), or use "
         "precision: AUTO on the CPU (bf16 where it computes bf16 natively)"));
   }
+  RETURN_IF_ERROR(CheckCudaGraphs(trainer, *run.strategy, config.strategy().name()));
   if (!run.strategy->is_primary()) log = nullptr;
+  if (trainer.cuda_graphs()) {
+    run.graph_step = std::make_unique<CudaGraphStep>([log](const std::string& line) {
+      if (log != nullptr) *log << line << "\n";
+    });
+    absl::StrAppend(&run.compute.reason, "; cuda_graphs: the training step is captured after ",
+                    CudaGraphStep::kWarmupSteps, " eager steps and replayed");
+  }
   RETURN_IF_ERROR(BuildData(config, run));
   // A resumed run starts from the checkpoint's weights, before replicas
   // are built from them.

@@ -19,6 +19,7 @@
 #include "pipeline/interfaces/schedule.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/trainer/compute_format.h"
+#include "pipeline/trainer/cuda_graph_step.h"
 #include "pipeline/trainer/data_pipeline.h"
 #include "pipeline/trainer/grad_scaler.h"
 #include "pipeline/trainer/metric_set.h"
@@ -47,6 +48,8 @@ struct TrainRun {
   std::unique_ptr<Loss> loss;
   std::optional<MetricSet> metrics;
   std::optional<GradScaler> scaler;
+  // trainer.cuda_graphs: runs the training forward and backward.
+  std::unique_ptr<CudaGraphStep> graph_step;
   std::optional<FoundCheckpoint> resume;
   int64_t steps_per_epoch = 0;
   int64_t total_steps = 0;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "pipeline/data/device_maps.h"
 #include "pipeline/trainer/autocast.h"
 #include "pipeline/trainer/checkpoint_hook.h"
 #include "pipeline/trainer/gradient_clipping.h"
@@ -24,6 +25,7 @@
 #include "pipeline/trainer/validation_hook.h"
 #include "pipeline/util/durable_file.h"
 #include "pipeline/util/status_macros.h"
+#include "pipeline/util/torch_status.h"
 
 namespace pipeline {
 namespace {
@@ -189,6 +191,10 @@ class TrainingLoop {
     for (int k = 0; k < context_.config().trainer().accumulate_steps(); ++k) {
       ASSIGN_OR_RETURN(std::optional<Batch> batch, run_.train.loader->Next());
       if (!batch) return std::nullopt;
+      ASSIGN_OR_RETURN(batch->images, CallTorch("normalizing a batch on the device", [&] {
+                         return FinishedImages(*batch, run_.strategy->device());
+                       }));
+      batch->device_maps.clear();
       RETURN_IF_ERROR(ApplyBatchTransforms(*batch, k));
       batches.push_back(std::move(*batch));
     }
@@ -259,10 +265,13 @@ class TrainingLoop {
           batch.targets.defined() ? batch.targets.argmax(1) : batch.labels;
       run_.strategy->SetGradientSynchronization(k + 1 == accumulate);
       AutocastScope autocast(trainer.precision());
+      const torch::Tensor images = ModelInput(batch.images, trainer);
       ASSIGN_OR_RETURN(StepOutput output,
-                       run_.strategy->ForwardBackward(*run_.model,
-                                                      ModelInput(batch.images, trainer), targets,
-                                                      loss_function));
+                       run_.graph_step ? run_.graph_step->ForwardBackward(
+                                             *run_.strategy, *run_.model, images, targets,
+                                             loss_function)
+                                       : run_.strategy->ForwardBackward(*run_.model, images,
+                                                                        targets, loss_function));
       report.images += batch.labels.size(0);
       report.communication_wait_seconds += output.communication_wait_seconds;
       const torch::Tensor logits = output.logits.to(at::kFloat);

@@ -1,8 +1,10 @@
 #include "pipeline/trainer/validation_hook.h"
 
+#include "pipeline/data/device_maps.h"
 #include "pipeline/trainer/autocast.h"
 #include "pipeline/trainer/model_ema.h"
 #include "pipeline/util/status_macros.h"
+#include "pipeline/util/torch_status.h"
 #include "torch/csrc/autograd/grad_mode.h"
 
 namespace pipeline {
@@ -23,11 +25,15 @@ absl::StatusOr<Evaluation> Evaluate(TrainContext& context, DataPipeline& data,
     for (int64_t index = 0; max_batches == 0 || index < max_batches; ++index) {
       ASSIGN_OR_RETURN(std::optional<Batch> batch, data.loader->Next());
       if (!batch) break;
+      ASSIGN_OR_RETURN(torch::Tensor images,
+                       CallTorch("normalizing a validation batch on the device", [&] {
+                         return FinishedImages(*batch, context.strategy().device());
+                       }));
       torch::Tensor logits;
       {
         AutocastScope autocast(trainer.precision());
         ASSIGN_OR_RETURN(logits, context.strategy().Forward(context.model(),
-                                                          ModelInput(batch->images, trainer)));
+                                                          ModelInput(images, trainer)));
       }
       // Summed in float32 whatever the forward pass ran in.
       logits = logits.to(at::kFloat);

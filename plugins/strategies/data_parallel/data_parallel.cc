@@ -163,6 +163,12 @@ class DataParallelStrategy : public Strategy {
 
   torch::Device device() const override { return devices_[0]; }
 
+  absl::Status CanCaptureCudaGraphs() const override {
+    return absl::UnimplementedError(
+        "runs its replicas from several threads on several devices, which one CUDA graph "
+        "does not capture");
+  }
+
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
     return CallTorch("data_parallel: inference", [&] {
       SyncReplicas();

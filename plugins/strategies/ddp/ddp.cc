@@ -60,6 +60,12 @@ class DdpStrategy : public Strategy {
   Communicator& communicator() override { return communicator_; }
   torch::Device device() const override { return device_; }
 
+  absl::Status CanCaptureCudaGraphs() const override {
+    return absl::UnimplementedError(
+        "reduces gradients while backward runs, with collectives the captured step does not "
+        "hold");
+  }
+
   absl::Status Prepare(Model& model, const ModelFactory&) override {
     return CallTorch("ddp: preparing the model", [&] {
       model.to(device_);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "pipeline/interfaces/strategy.h"
 #include "pipeline/util/cuda_devices.h"
+#include "pipeline/util/status_macros.h"
 #include "pipeline/util/torch_status.h"
 #include "plugins/strategies/single/single.pb.h"
 #include "torch/cuda.h"
@@ -29,14 +30,26 @@ class SingleDeviceStrategy : public Strategy {
   absl::StatusOr<StepOutput> ForwardBackward(Model& model, const torch::Tensor& images,
                                              const torch::Tensor& labels,
                                              const LossFunction& loss_function) override {
+    ASSIGN_OR_RETURN(StepOutput output,
+                     ForwardBackwardOnDevice(model, images, labels, loss_function));
+    return CallTorch("training step", [&] {
+      return StepOutput{output.loss.cpu(), output.logits.cpu()};
+    });
+  }
+
+  absl::StatusOr<StepOutput> ForwardBackwardOnDevice(Model& model, const torch::Tensor& images,
+                                                     const torch::Tensor& labels,
+                                                     const LossFunction& loss_function) override {
     return CallTorch("training step", [&] {
       torch::Tensor logits = model.forward(images.to(device_, /*non_blocking=*/true));
       torch::Tensor loss =
           TrainingLoss(model, logits, labels.to(device_, /*non_blocking=*/true), loss_function);
       loss.backward();
-      return StepOutput{loss.detach().cpu(), logits.detach().cpu()};
+      return StepOutput{loss.detach(), logits.detach()};
     });
   }
+
+  absl::Status CanCaptureCudaGraphs() const override { return absl::OkStatus(); }
 
   absl::StatusOr<torch::Tensor> Forward(Model& model, const torch::Tensor& images) override {
     return CallTorch("inference", [&] {
