@@ -12,6 +12,9 @@
 //               tcmalloc and jemalloc (each a child process)
 //   data        the data pipeline alone, images/s per loader thread: JPEG
 //               ImageFolder at 224 and Fashion-MNIST
+//   loader_threads  the JPEG pipeline with 1, 2, 4, ... loader threads up
+//               to every core: images/s and the share of N x one thread
+//               (what a GPU machine's loader gets; data.num_workers)
 //   transforms  each augmentation alone (color_jitter, random_erasing,
 //               trivial_augment_wide, rand_augment, random_rotation,
 //               random_crop with padding, gaussian_blur) on 224x224 images,
@@ -53,7 +56,7 @@
 #include "tools/bench/compute_ceiling.h"
 #include "tools/bench/or_die.h"
 
-DEFINE_string(sections, "compute,allocator,data,transforms,kernels,python,end_to_end,ddp",
+DEFINE_string(sections, "compute,allocator,data,loader_threads,transforms,kernels,python,end_to_end,ddp",
               "comma-separated: compute, allocator, data, kernels, python, end_to_end, ddp, "
               "models, torch2");
 DEFINE_int32(torch2_rounds, 2, "torch2: rounds of the interleaved runner and PyTorch rows");

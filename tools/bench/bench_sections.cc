@@ -9,6 +9,8 @@ const std::vector<BenchSection>& BenchSections() {
       {"compute", RunComputeSection, nullptr, {"end_to_end"}},
       {"allocator", RunAllocatorSection},
       {"data", RunDataSection},
+      // Its rows are read against data's one-thread JPEG row.
+      {"loader_threads", RunLoaderThreadsSection},
       {"transforms", RunTransformsSection},
       {"kernels", RunKernelsSection},
       {"python", RunPythonSection},

@@ -18,6 +18,7 @@ namespace bench {
 void RunComputeSection(BenchContext& context);
 void RunAllocatorSection(BenchContext& context);
 void RunDataSection(BenchContext& context);
+void RunLoaderThreadsSection(BenchContext& context);
 void RunTransformsSection(BenchContext& context);
 void RunKernelsSection(BenchContext& context);
 void RunPythonSection(BenchContext& context);

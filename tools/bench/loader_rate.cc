@@ -28,10 +28,10 @@ TrainTransforms MakeTrainTransforms(const PipelineConfig& config) {
   return transforms;
 }
 
-LoaderOptions OneWorker(const PipelineConfig& config) {
+LoaderOptions Workers(const PipelineConfig& config, int threads) {
   LoaderOptions options;
   options.batch_size = config.train_data().batch_size();
-  options.num_workers = 1;
+  options.num_workers = threads;
   options.prefetch_batches = config.train_data().prefetch_batches();
   options.seed = config.trainer().seed();
   return options;
@@ -75,9 +75,9 @@ std::unique_ptr<Dataset> TrainDataset(const PipelineConfig& config) {
 }
 
 DataResult LoaderRate(const PipelineConfig& config, const Dataset& dataset, double min_seconds,
-                      bool warm_whole_epoch) {
+                      bool warm_whole_epoch, int threads) {
   const TrainTransforms transforms = MakeTrainTransforms(config);
-  Loader loader(&dataset, transforms.in_order, OneWorker(config));
+  Loader loader(&dataset, transforms.in_order, Workers(config, threads));
   EndlessBatches batches(loader, dataset.size());
   if (warm_whole_epoch) batches.FinishEpoch();
   batches.Next();  // warm-up: the first batch pays for page faults and caches
