@@ -70,7 +70,7 @@ class Strategy {
                                                              const torch::Tensor& images,
                                                              const torch::Tensor& labels,
                                                              const LossFunction& loss) {
-    return CanCaptureCudaGraphs();
+    return absl::UnimplementedError("this strategy has no step a CUDA graph can capture");
   }
   // OK when one CUDA graph can capture ForwardBackwardOnDevice; otherwise
   // why not, as a clause ("runs replicas on several devices ...").

@@ -7,10 +7,13 @@
 #include "pipeline/util/torch_status.h"
 #include "pipeline/util/torch_version.h"
 #ifdef PIPELINE_CUDA
+// The device-generic c10::Event and c10::StreamGuard, not c10/cuda's own:
+// those call the CUDA runtime from inline code, which would need libcudart
+// at link time (a pip wheel's LibTorch keeps it in another folder).
 #include "ATen/autocast_mode.h"
-#include "ATen/cuda/CUDAEvent.h"
 #include "ATen/cuda/CUDAGraph.h"
-#include "c10/cuda/CUDAGuard.h"
+#include "c10/core/Event.h"
+#include "c10/core/StreamGuard.h"
 #include "c10/cuda/CUDAStream.h"
 #endif
 
@@ -128,14 +131,14 @@ absl::StatusOr<std::unique_ptr<CudaGraphStep::Captured>> CudaGraphStep::Capture(
   const bool cache = at::autocast::is_autocast_cache_enabled();
   at::autocast::set_autocast_cache_enabled(false);
   absl::Status ended = CallTorch("capturing the step", [&] {
-    at::cuda::CUDAEvent queued;
+    c10::Event queued(c10::DeviceType::CUDA);
     queued.record(outer);
     queued.block(side);
-    c10::cuda::CUDAStreamGuard on_side(side);
+    c10::StreamGuard on_side(side);
     captured->graph.capture_begin();
     output = strategy.ForwardBackwardOnDevice(model, captured->images, captured->targets, loss);
     captured->graph.capture_end();  // throws when the pass could not be captured
-    at::cuda::CUDAEvent done;
+    c10::Event done(c10::DeviceType::CUDA);
     done.record(side);
     done.block(outer);
   });
