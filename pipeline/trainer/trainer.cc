@@ -200,7 +200,7 @@ class TrainingLoop {
     }
     const Clock::time_point data_ready = Clock::now();
     SetLearningRate();
-    run_.optimizer->zero_grad();
+    ReleaseGradients(*run_.optimizer);
     StepReport report;
     ASSIGN_OR_RETURN(std::optional<double> nonfinite_loss, ForwardBackward(batches, report));
     ASSIGN_OR_RETURN(report.applied, guard_.ApplyStep(context_, nonfinite_loss));

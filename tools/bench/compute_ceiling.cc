@@ -42,7 +42,7 @@ ComputeResult ComputeCeiling(const PipelineConfig& config, int batch_size, doubl
   const at::Tensor images = at::randn({batch_size, kChannels, kSize, kSize}).contiguous(format);
   const at::Tensor labels = at::randint(kClasses, {batch_size}, at::kLong);
   const double steps = StepsPerSecond(min_seconds, [&] {
-    optimizer->zero_grad();
+    ReleaseGradients(*optimizer);  // as the trainer does
     {
       // As the trainer runs a step's forward and backward.
       AutocastScope autocast(bf16 ? TrainerConfig::BF16_AUTOCAST : TrainerConfig::FP32);
