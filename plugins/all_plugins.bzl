@@ -6,6 +6,7 @@ ALL_PLUGINS = [
     "//plugins/datasets/fashion_mnist",
     "//plugins/datasets/image_folder",
     "//plugins/datasets/synthetic",
+    "//plugins/datasets/webdataset",
     "//plugins/losses/cross_entropy",
     "//plugins/losses/soft_target_cross_entropy",
     "//plugins/metrics/accuracy",

@@ -5,6 +5,18 @@
 //   <output>/train/<class>/<index>.png        from train-*-idx*-ubyte
 //   <output>/validation/<class>/<index>.png   from t10k-*-idx*-ubyte
 //
+// or, with --layout=webdataset, as webdataset tar shards (the `webdataset`
+// dataset and Python's webdataset package read them; docs/webdataset.md):
+//
+//   <output>/train-000000.tar, ...       <index>.png + <index>.cls per sample
+//   <output>/train-000000.tar.idx, ...   each shard's index
+//   <output>/validation-000000.tar, ...
+//   <output>/classes.txt                 the class names, line i = label i
+//
+// A shard is closed when the next sample would take it past
+// --shard_size_mb; the labels are the classes' positions in Fashion-MNIST's
+// order among those written, and the samples keep the idx files' order.
+//
 // <index> is the sample's position in its idx file, zero-padded so that
 // sorting by name (as ImageFolder does) keeps the original order. Each file
 // is written to a hidden temporary name and renamed into place, so an
@@ -34,6 +46,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -41,9 +54,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "pipeline/data/webdataset_writer.h"
 #include "pipeline/image/idx_reader.h"
 #include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/image.h"
@@ -55,13 +70,20 @@ DEFINE_string(output, "data/fashion_mnist",
               "folder to write train/ and validation/ into; a relative path is taken from "
               "where `bazel run` was called");
 DEFINE_string(format, "png", "png (lossless) or jpeg");
+DEFINE_string(layout, "image_folder",
+              "image_folder (<output>/<split>/<class>/<index>.png) or webdataset "
+              "(<output>/<split>-000000.tar, ...; default --output data/fashion_mnist_wds)");
+DEFINE_int32(shard_size_mb, 100,
+             "with --layout=webdataset: close a shard when the next sample would take it past "
+             "this many MiB");
 DEFINE_int32(jpeg_quality, 90, "JPEG quality, 1..100 (only with --format=jpeg)");
 DEFINE_int32(size, 0, "resize to size x size pixels (bilinear); 0 = keep 28x28");
 DEFINE_string(classes, "", "comma-separated class names to write; empty = all ten");
 DEFINE_int32(limit_per_class, 0, "write at most this many images per class and split; 0 = all");
 DEFINE_bool(rgb, false, "write 3-channel images (gray replicated) instead of 1-channel");
 DEFINE_bool(overwrite, false,
-            "delete <output>/train and <output>/validation first if they hold files");
+            "delete <output>/train and <output>/validation (webdataset: the shards, their "
+            "indexes and classes.txt) first if they hold files");
 
 namespace pipeline {
 namespace {
@@ -70,10 +92,14 @@ namespace fs = std::filesystem;
 
 
 constexpr int kMaxSize = 1024;
+constexpr int kMaxShardSizeMb = 1 << 20;  // 1 TiB
+constexpr char kWebDatasetOutput[] = "data/fashion_mnist_wds";
 
 struct Settings {
   fs::path source;
   fs::path output;
+  bool webdataset = false;
+  uint64_t shard_bytes = 0;  // webdataset only
   bool jpeg = false;
   int jpeg_quality = 90;
   int size = 0;
@@ -98,8 +124,28 @@ absl::StatusOr<Settings> ParseSettings() {
   Settings settings;
   settings.source = FromWorkingDirectory(FLAGS_source);
   if (FLAGS_output.empty()) return absl::InvalidArgumentError("--output: empty; name a folder");
-  settings.output = FromWorkingDirectory(FLAGS_output);
+  const std::string layout = absl::AsciiStrToLower(FLAGS_layout);
+  if (layout != "image_folder" && layout != "webdataset") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--layout: \"", FLAGS_layout, "\" is not supported; use image_folder or webdataset"));
+  }
+  settings.webdataset = layout == "webdataset";
+  // The two layouts side by side by default, rather than shards among the
+  // class folders.
+  const bool output_is_default = gflags::GetCommandLineFlagInfoOrDie("output").is_default;
+  settings.output = FromWorkingDirectory(
+      settings.webdataset && output_is_default ? kWebDatasetOutput : FLAGS_output);
+  if (FLAGS_shard_size_mb < 1 || FLAGS_shard_size_mb > kMaxShardSizeMb) {
+    return absl::InvalidArgumentError(absl::StrCat("--shard_size_mb: ", FLAGS_shard_size_mb,
+                                                   " is outside 1..", kMaxShardSizeMb));
+  }
+  settings.shard_bytes = static_cast<uint64_t>(FLAGS_shard_size_mb) << 20;
   const std::string format = absl::AsciiStrToLower(FLAGS_format);
+  if (format == "webdataset") {
+    return absl::InvalidArgumentError(
+        "--format: webdataset is a layout, not an image format; use --layout=webdataset (its "
+        "images are --format=png or jpeg)");
+  }
   if (format != "png" && format != "jpeg") {
     return absl::InvalidArgumentError(
         absl::StrCat("--format: \"", FLAGS_format, "\" is not supported; use png or jpeg"));
@@ -273,9 +319,15 @@ absl::StatusOr<SplitFiles> FindSplit(const Settings& settings, const std::string
   return files;
 }
 
-// Writes one split into its (prepared, empty) folder; returns the number of
-// images written.
-absl::StatusOr<int64_t> WriteSplit(const Settings& settings, const SplitFiles& files) {
+// Each image of a split that the settings keep, encoded, with its name (its
+// index in the idx file, zero-padded so that sorting by name keeps the
+// order) and Fashion-MNIST label, in the idx file's order.
+using SampleSink =
+    std::function<absl::Status(const std::string& name, uint8_t label, const std::string& bytes)>;
+
+// Hands each kept image of the split to `sink`; returns how many.
+absl::StatusOr<int64_t> EncodeSplit(const Settings& settings, const SplitFiles& files,
+                                    const SampleSink& sink) {
   auto images = ReadIdxImages(files.images_path);
   if (!images.ok()) return images.status();
   auto labels = ReadIdxLabels(files.labels_path);
@@ -285,19 +337,7 @@ absl::StatusOr<int64_t> WriteSplit(const Settings& settings, const SplitFiles& f
                                             " images but ", files.labels_path, " holds ",
                                             labels->size(), " labels"));
   }
-
-  const fs::path split_folder = settings.output / files.split;
   const std::vector<std::string>& names = FashionMnistClassNames();
-  for (size_t label = 0; label < names.size(); ++label) {
-    if (!settings.keep_class[label]) continue;
-    std::error_code error;
-    fs::create_directories(split_folder / names[label], error);
-    if (error) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "cannot create ", (split_folder / names[label]).string(), ": ", error.message()));
-    }
-  }
-
   const size_t pixels = static_cast<size_t>(images->rows) * images->cols;
   const size_t digits = std::to_string(std::max<int64_t>(images->count - 1, 0)).size();
   std::vector<int64_t> written(names.size(), 0);
@@ -324,13 +364,148 @@ absl::StatusOr<int64_t> WriteSplit(const Settings& settings, const SplitFiles& f
 
     std::string index = std::to_string(i);
     index.insert(0, digits - std::min(digits, index.size()), '0');
-    const fs::path path =
-        split_folder / names[label] / absl::StrCat(index, settings.jpeg ? ".jpg" : ".png");
-    if (auto status = WriteFileAtomically(path, *bytes); !status.ok()) return status;
+    if (auto status = sink(index, label, *bytes); !status.ok()) return status;
     ++written[label];
     ++total;
   }
   return total;
+}
+
+// Writes one split into its (prepared, empty) folder; returns the number of
+// images written.
+absl::StatusOr<int64_t> WriteSplit(const Settings& settings, const SplitFiles& files) {
+  const fs::path split_folder = settings.output / files.split;
+  const std::vector<std::string>& names = FashionMnistClassNames();
+  for (size_t label = 0; label < names.size(); ++label) {
+    if (!settings.keep_class[label]) continue;
+    std::error_code error;
+    fs::create_directories(split_folder / names[label], error);
+    if (error) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "cannot create ", (split_folder / names[label]).string(), ": ", error.message()));
+    }
+  }
+  return EncodeSplit(settings, files,
+                     [&](const std::string& name, uint8_t label, const std::string& bytes) {
+                       return WriteFileAtomically(
+                           split_folder / names[label] /
+                               absl::StrCat(name, settings.jpeg ? ".jpg" : ".png"),
+                           bytes);
+                     });
+}
+
+// ---- --layout=webdataset ---------------------------------------------------
+
+// The classes written, in Fashion-MNIST's order: line i of classes.txt.
+std::vector<std::string> KeptClassNames(const Settings& settings) {
+  std::vector<std::string> kept;
+  for (size_t label = 0; label < settings.keep_class.size(); ++label) {
+    if (settings.keep_class[label]) kept.push_back(FashionMnistClassNames()[label]);
+  }
+  return kept;
+}
+
+// A file of an earlier webdataset run: a shard, its index, a temporary of
+// either, classes.txt.
+bool IsShardOutput(const std::string& name) {
+  if (name == "classes.txt") return true;
+  const std::string bare = !name.empty() && name[0] == '.' ? name.substr(1) : name;
+  return (absl::StartsWith(bare, "train-") || absl::StartsWith(bare, "validation-")) &&
+         absl::StrContains(bare, ".tar");
+}
+
+// As PrepareSplitFolder: shards of an earlier run would mix with this
+// run's, so they are only deleted when asked; other files stay.
+absl::Status PrepareShardFolder(const fs::path& folder, bool overwrite) {
+  std::error_code error;
+  fs::create_directories(folder, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", folder.string(), ": ", error.message()));
+  }
+  std::vector<fs::path> earlier;
+  for (const auto& entry : fs::directory_iterator(folder, error)) {
+    if (IsShardOutput(entry.path().filename().string())) earlier.push_back(entry.path());
+  }
+  if (earlier.empty()) return absl::OkStatus();
+  if (!overwrite) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "--output: ", folder.string(), " already holds webdataset shards (from an earlier "
+        "run?); pass --overwrite to replace them, or choose another --output"));
+  }
+  for (const fs::path& path : earlier) {
+    if (!fs::remove(path, error) || error) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot delete ", path.string(), ": ", error.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct ShardedSplit {
+  int64_t images = 0;
+  size_t shards = 0;
+};
+
+// Writes one split as <output>/<split>-000000.tar, ... with their indexes.
+absl::StatusOr<ShardedSplit> WriteSplitAsShards(const Settings& settings,
+                                                const SplitFiles& files) {
+  // Fashion-MNIST label -> the class's line in classes.txt.
+  std::vector<int32_t> label_of(settings.keep_class.size(), -1);
+  int32_t next = 0;
+  for (size_t label = 0; label < label_of.size(); ++label) {
+    if (settings.keep_class[label]) label_of[label] = next++;
+  }
+  WebDatasetWriterOptions options;
+  options.folder = settings.output.string();
+  options.prefix = files.split;
+  options.max_shard_bytes = settings.shard_bytes;
+  WebDatasetWriter writer(options);
+  ShardedSplit split;
+  auto images = EncodeSplit(settings, files,
+                            [&](const std::string& name, uint8_t label, const std::string& bytes) {
+                              return writer.Add(name, settings.jpeg ? "jpg" : "png", bytes,
+                                                label_of[label]);
+                            });
+  if (!images.ok()) return images.status();
+  auto shards = writer.Finish();
+  if (!shards.ok()) return shards.status();
+  return ShardedSplit{*images, shards->size()};
+}
+
+// The summary line's "(2 classes, 28x28x1 png)".
+std::string Describe(const Settings& settings) {
+  const int classes =
+      static_cast<int>(std::count(settings.keep_class.begin(), settings.keep_class.end(), true));
+  const int side = settings.size > 0 ? settings.size : 28;
+  return absl::StrCat("(", classes, classes == 1 ? " class, " : " classes, ", side, "x", side,
+                      "x", settings.rgb ? 3 : 1, " ", settings.jpeg ? "jpeg" : "png", ")");
+}
+
+std::string Shown(const fs::path& output) {
+  std::error_code error;
+  const fs::path shown = fs::absolute(output, error).lexically_normal();
+  return (error ? output : shown).string();
+}
+
+absl::StatusOr<std::string> RunWebDataset(const Settings& settings, const SplitFiles& train_files,
+                                          const SplitFiles& validation_files) {
+  if (auto status = PrepareShardFolder(settings.output, settings.overwrite); !status.ok()) {
+    return status;
+  }
+  auto train = WriteSplitAsShards(settings, train_files);
+  if (!train.ok()) return train.status();
+  auto validation = WriteSplitAsShards(settings, validation_files);
+  if (!validation.ok()) return validation.status();
+  if (auto status = WriteFileAtomically(settings.output / "classes.txt",
+                                        absl::StrCat(absl::StrJoin(KeptClassNames(settings), "\n"),
+                                                     "\n"));
+      !status.ok()) {
+    return status;
+  }
+  return absl::StrCat("prepare_data: wrote ", train->images, " train and ", validation->images,
+                      " validation images ", Describe(settings), " as ", train->shards, " + ",
+                      validation->shards, " webdataset shards to ", Shown(settings.output));
 }
 
 absl::StatusOr<std::string> Run() {
@@ -342,6 +517,7 @@ absl::StatusOr<std::string> Run() {
   if (!train_files.ok()) return train_files.status();
   auto validation_files = FindSplit(*settings, "t10k", "validation");
   if (!validation_files.ok()) return validation_files.status();
+  if (settings->webdataset) return RunWebDataset(*settings, *train_files, *validation_files);
   for (const SplitFiles* files : {&*train_files, &*validation_files}) {
     if (auto status = PrepareSplitFolder(settings->output / files->split, settings->overwrite);
         !status.ok()) {
@@ -352,16 +528,9 @@ absl::StatusOr<std::string> Run() {
   if (!train.ok()) return train.status();
   auto validation = WriteSplit(*settings, *validation_files);
   if (!validation.ok()) return validation.status();
-  const int classes =
-      static_cast<int>(std::count(settings->keep_class.begin(), settings->keep_class.end(), true));
-  const int side = settings->size > 0 ? settings->size : 28;
-  std::error_code error;
-  const fs::path shown = fs::absolute(settings->output, error).lexically_normal();
   return absl::StrCat("prepare_data: wrote ", *train, " train and ", *validation,
-                      " validation images (", classes, classes == 1 ? " class, " : " classes, ",
-                      side, "x", side, "x", settings->rgb ? 3 : 1, " ",
-                      settings->jpeg ? "jpeg" : "png", ") to ",
-                      (error ? settings->output : shown).string());
+                      " validation images ", Describe(*settings), " to ",
+                      Shown(settings->output));
 }
 
 }  // namespace
@@ -370,7 +539,8 @@ absl::StatusOr<std::string> Run() {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "writes Fashion-MNIST as <output>/{train,validation}/<class>/<index>.png for the "
-      "image_folder dataset");
+      "image_folder dataset, or with --layout=webdataset as <output>/{train,validation}-*.tar "
+      "shards for the webdataset dataset");
   gflags::ParseCommandLineFlags(&argc, &argv, /*remove_flags=*/true);
   if (argc > 1) {
     std::fprintf(stderr, "prepare_data: unexpected argument \"%s\"; all settings are --flags "

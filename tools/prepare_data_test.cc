@@ -1,7 +1,9 @@
 // Runs //tools:prepare_data as a user would and reads back what it wrote.
 
 #include <sys/wait.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -32,10 +34,7 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-// `environment` is prepended to the command line ("NAME=value ").
-Result RunTool(const std::string& flags, const std::string& environment = "") {
-  // Tests run in the runfiles tree, where the data dependency lives.
-  const std::string command = environment + "tools/prepare_data " + flags + " 2>&1";
+Result RunShell(const std::string& command) {
   Result result;
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -45,6 +44,12 @@ Result RunTool(const std::string& flags, const std::string& environment = "") {
   const int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+// `environment` is prepended to the command line ("NAME=value ").
+Result RunTool(const std::string& flags, const std::string& environment = "") {
+  // Tests run in the runfiles tree, where the data dependency lives.
+  return RunShell(environment + "tools/prepare_data " + flags + " 2>&1");
 }
 
 fs::path TempFolder(const std::string& name) {
@@ -175,6 +180,10 @@ TEST(PrepareDataTest, OtherErrorsAreOneLineWithExitCode2) {
   const fs::path out = TempFolder("errors");
   for (const auto& [flags, message] : std::vector<std::pair<std::string, std::string>>{
            {"--format=gif", "--format: \"gif\" is not supported; use png or jpeg"},
+           {"--format=webdataset", "--format: webdataset is a layout, not an image format; use "
+                                   "--layout=webdataset"},
+           {"--layout=zip", "--layout: \"zip\" is not supported; use image_folder or webdataset"},
+           {"--layout=webdataset --shard_size_mb=0", "--shard_size_mb: 0 is outside 1..1048576"},
            {"--format=jpeg --jpeg_quality=0", "--jpeg_quality: 0 is outside 1..100"},
            {"--size=-1", "--size: -1 must be 0 (keep 28x28) or 1..1024"},
            {"--limit_per_class=-5", "--limit_per_class: -5 is negative; use 0 for all images"},
@@ -189,6 +198,148 @@ TEST(PrepareDataTest, OtherErrorsAreOneLineWithExitCode2) {
     EXPECT_EQ(std::count(result.output.begin(), result.output.end(), '\n'), 1) << result.output;
   }
   EXPECT_FALSE(fs::exists(out));
+}
+
+// ---- --layout=webdataset ----------------------------------------------------
+
+// Each member of the tars, as Python's tarfile reads them: path, name, size,
+// CRC-32 of the data, the text of a .cls member ("-" for others), mode,
+// mtime, type.
+constexpr char kListMembers[] =
+    "import sys, tarfile, zlib\n"
+    "for path in sys.argv[1:]:\n"
+    "    with tarfile.open(path) as tar:\n"
+    "        for m in tar:\n"
+    "            data = tar.extractfile(m).read()\n"
+    "            text = data.decode() if m.name.endswith('.cls') else '-'\n"
+    "            print(path, m.name, m.size, zlib.crc32(data), text, oct(m.mode), m.mtime,\n"
+    "                  m.type.decode())\n";
+
+std::vector<std::vector<std::string>> PythonTarMembers(const fs::path& script,
+                                                       const std::vector<std::string>& tars) {
+  std::ofstream(script) << kListMembers;
+  std::string command = "python3 " + script.string();
+  for (const std::string& tar : tars) command += " " + tar;
+  const Result result = RunShell(command + " 2>&1");
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(result.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::vector<std::string> row;
+    for (std::string field; fields >> field;) row.push_back(field);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+TEST(PrepareDataTest, WebDatasetShardsReadBackAsWrittenAndAsPythonsTarfileReadsThem) {
+  const fs::path out = TempFolder("webdataset");
+  const std::string flags = " --layout=webdataset --classes=Trouser,Bag --limit_per_class=300 "
+                            "--shard_size_mb=1";
+  const Result result = RunTool("--output=" + out.string() + flags);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_EQ(result.output, "prepare_data: wrote 600 train and 600 validation images (2 classes, "
+                           "28x28x1 png) as 2 + 2 webdataset shards to " + out.string() + "\n");
+  EXPECT_THAT(SortedNames(out),
+              ElementsAre("classes.txt", "train-000000.tar", "train-000000.tar.idx",
+                          "train-000001.tar", "train-000001.tar.idx", "validation-000000.tar",
+                          "validation-000000.tar.idx", "validation-000001.tar",
+                          "validation-000001.tar.idx"));
+  EXPECT_EQ(ReadFile(out / "classes.txt"), "Trouser\nBag\n");
+  for (const std::string shard : {"train-000000.tar", "validation-000000.tar"}) {
+    EXPECT_LE(fs::file_size(out / shard), 1u << 20) << shard;
+    EXPECT_GT(fs::file_size(out / shard), (1u << 20) - 4096) << shard;  // filled
+  }
+
+  // The samples are the idx files' images, in their order, with labels by
+  // classes.txt.
+  auto images = ReadIdxImages(std::string(kSource) + "/train-images-idx3-ubyte.gz");
+  auto labels = ReadIdxLabels(std::string(kSource) + "/train-labels-idx1-ubyte.gz");
+  ASSERT_TRUE(images.ok() && labels.ok());
+  auto dataset = testing::CreatePlugin<Dataset>(
+      "name: \"webdataset\" options { [type.googleapis.com/pipeline.WebDatasetOptions] { "
+      "shards: \"" + (out / "train-{000000..000001}.tar").string() + "\" } }");
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  ASSERT_EQ((*dataset)->size(), 600);
+  EXPECT_THAT((*dataset)->class_names(), ElementsAre("Trouser", "Bag"));
+  std::vector<int64_t> indices;
+  for (int64_t i = 0; i < 600; ++i) {
+    const std::string name = (*dataset)->SampleName(i);
+    const std::string member = name.substr(name.rfind(':') + 1);
+    ASSERT_THAT(member, ::testing::EndsWith(".png"));
+    const int64_t index = std::stoll(member);
+    ASSERT_TRUE(indices.empty() || index > indices.back()) << name;
+    indices.push_back(index);
+    absl::StatusOr<Sample> sample = (*dataset)->Get(i);
+    ASSERT_TRUE(sample.ok()) << sample.status();
+    EXPECT_EQ(sample->label, (*labels)[index] == 1 ? 0 : 1) << name;
+    const auto first = images->pixels.begin() + 784 * index;
+    ASSERT_EQ(sample->image.ShapeString(), "28x28x1");
+    EXPECT_TRUE(std::equal(sample->image.u8.begin(), sample->image.u8.end(), first)) << name;
+  }
+
+  // Python's tarfile sees the same members, bytes and labels.
+  if (std::system("python3 -c 'import tarfile, zlib' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "python3 is not installed: the shards were not read with tarfile";
+  }
+  const std::vector<std::vector<std::string>> rows = PythonTarMembers(
+      out / "list_members.py",
+      {(out / "train-000000.tar").string(), (out / "train-000001.tar").string()});
+  ASSERT_EQ(rows.size(), 1200u);
+  for (int64_t i = 0; i < 600; ++i) {
+    const std::vector<std::string>& image = rows[2 * i];
+    const std::vector<std::string>& label = rows[2 * i + 1];
+    ASSERT_EQ(image.size(), 8u);
+    ASSERT_EQ(label.size(), 8u);
+    EXPECT_EQ(image[0] + ":" + image[1], (*dataset)->SampleName(i));
+    Image source;
+    source.height = source.width = 28;
+    source.channels = 1;
+    const auto first = images->pixels.begin() + 784 * indices[i];
+    source.u8.assign(first, first + 784);
+    const std::string png = *EncodePng(source);
+    EXPECT_EQ(image[2], std::to_string(png.size())) << image[1];
+    EXPECT_EQ(image[3], std::to_string(crc32(0, reinterpret_cast<const Bytef*>(png.data()),
+                                             static_cast<uInt>(png.size()))))
+        << image[1];
+    EXPECT_EQ(label[1], image[1].substr(0, image[1].size() - 4) + ".cls");
+    EXPECT_EQ(label[4], std::to_string((*dataset)->Get(i)->label)) << label[1];
+    for (const auto* row : {&image, &label}) {
+      EXPECT_EQ((*row)[5], "0o644");
+      EXPECT_EQ((*row)[6], "946684800");
+      EXPECT_EQ((*row)[7], "0");  // a regular file
+    }
+  }
+
+  // The same run gives the same bytes.
+  const fs::path again = TempFolder("webdataset_again");
+  ASSERT_EQ(RunTool("--output=" + again.string() + flags).exit_code, 0);
+  for (const std::string& name : SortedNames(out)) {
+    if (name == "list_members.py") continue;
+    EXPECT_EQ(ReadFile(again / name), ReadFile(out / name)) << name;
+  }
+}
+
+TEST(PrepareDataTest, WebDatasetRefusesToMixWithAnEarlierRunUnlessOverwriting) {
+  const fs::path out = TempFolder("webdataset_rerun");
+  const std::string flags = "--output=" + out.string() + " --layout=webdataset --limit_per_class=1";
+  ASSERT_EQ(RunTool(flags + " --classes=Bag").exit_code, 0);
+  fs::create_directories(out / "notes");
+  const Result again = RunTool(flags + " --classes=Coat");
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(again.output, "prepare_data: --output: " + out.string() + " already holds webdataset "
+                          "shards (from an earlier run?); pass --overwrite to replace them, or "
+                          "choose another --output\n");
+  ASSERT_EQ(RunTool(flags + " --classes=Coat,Bag --format=jpeg --overwrite").exit_code, 0);
+  EXPECT_EQ(ReadFile(out / "classes.txt"), "Coat\nBag\n");
+  EXPECT_TRUE(fs::exists(out / "notes"));  // not a shard: kept
+  auto dataset = testing::CreatePlugin<Dataset>(
+      "name: \"webdataset\" options { [type.googleapis.com/pipeline.WebDatasetOptions] { "
+      "shards: \"" + (out / "validation-000000.tar").string() + "\" } }");
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  EXPECT_EQ((*dataset)->size(), 2);
+  EXPECT_THAT((*dataset)->SampleName(0), ::testing::EndsWith(".jpg"));
 }
 
 }  // namespace

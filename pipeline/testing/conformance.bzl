@@ -158,7 +158,8 @@ def dataset_conformance_test(
       options: its options message body in text format, or a list of them;
         $FIXTURE_ROOT in it becomes the folder `fixture` wrote.
       fixture: test data the suite writes into a temporary folder first
-        ("" for none; "image_tree": class folders of small PNG and JPEG files).
+        ("" for none; "image_tree": class folders of small PNG and JPEG files;
+        "webdataset_shards": those files as three webdataset shards).
       split: DatasetContext.split.
       plugin_name: its registered name, when not the target's name.
       deps: anything else the test links.

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "pipeline/data/webdataset_writer.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/interfaces/image.h"
 #include "pipeline/interfaces/random.h"
@@ -117,6 +119,45 @@ absl::Status WriteImageTree(const fs::path& root) {
   return absl::OkStatus();
 }
 
+// ---- The "webdataset_shards" fixture --------------------------------------
+
+// The image tree's files as webdataset shards of at most 4 samples
+// (train-000000.tar .. train-000002.tar, each with its .idx), keyed by their
+// path in the tree ("cat/inner/h"), labelled by their class folder; with
+// classes.txt and shards.txt (the shard names, one a line) beside them.
+absl::Status WriteWebDatasetShards(const fs::path& root) {
+  const fs::path tree = root / "tree";
+  RETURN_IF_ERROR(WriteImageTree(tree));
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(tree)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  const std::vector<std::string> classes = {"apple", "bear", "cat"};
+  WebDatasetWriterOptions options;
+  options.folder = root.string();
+  options.max_samples_per_shard = 4;
+  WebDatasetWriter writer(options);
+  for (const fs::path& file : files) {
+    const fs::path relative = file.lexically_relative(tree);
+    const std::string first = relative.begin()->string();
+    const int32_t label = static_cast<int32_t>(
+        std::find(classes.begin(), classes.end(), first) - classes.begin());
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    RETURN_IF_ERROR(writer.Add((relative.parent_path() / relative.stem()).string(),
+                               relative.extension().string().substr(1), bytes, label));
+  }
+  absl::StatusOr<std::vector<std::string>> shards = writer.Finish();
+  if (!shards.ok()) return shards.status();
+  std::ofstream list(root / "shards.txt");
+  for (const std::string& shard : *shards) list << fs::path(shard).filename().string() << "\n";
+  std::ofstream names(root / "classes.txt");
+  for (const std::string& name : classes) names << name << "\n";
+  fs::remove_all(tree);
+  return absl::OkStatus();
+}
+
 // Writes `fixture` into a fresh folder for the running test; returns it.
 absl::StatusOr<std::string> PrepareFixture(const std::string& fixture) {
   if (fixture.empty()) return std::string();
@@ -131,8 +172,13 @@ absl::StatusOr<std::string> PrepareFixture(const std::string& fixture) {
     RETURN_IF_ERROR(WriteImageTree(root));
     return root.string();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dataset conformance fixture \"", fixture, "\"; known: image_tree"));
+  if (fixture == "webdataset_shards") {
+    RETURN_IF_ERROR(WriteWebDatasetShards(root));
+    return root.string();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown dataset conformance fixture \"",
+                                                 fixture, "\"; known: image_tree, "
+                                                          "webdataset_shards"));
 }
 
 absl::StatusOr<std::unique_ptr<Dataset>> Create(const DatasetConformanceParams& params,

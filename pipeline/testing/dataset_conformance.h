@@ -36,8 +36,10 @@ struct DatasetConformanceParams {
   std::string plugin;   // its registered name
   std::string options;  // the body of its options message; $FIXTURE_ROOT is replaced
   // Test data written into a fresh temporary folder before the dataset is
-  // built: "" (none) or "image_tree" (class folders holding small PNG and
-  // JPEG files of several sizes, gray and RGB).
+  // built: "" (none), "image_tree" (class folders holding small PNG and
+  // JPEG files of several sizes, gray and RGB) or "webdataset_shards" (the
+  // same images as webdataset shards train-000000.tar .. train-000002.tar
+  // with their .idx files, classes.txt, and shards.txt listing the shards).
   std::string fixture;
   std::string split;  // DatasetContext.split
 };
