@@ -31,6 +31,13 @@ using LossFunction =
 torch::Tensor TrainingLoss(const Model& model, const torch::Tensor& logits,
                            const torch::Tensor& labels, const LossFunction& loss);
 
+// loss.backward() with autocast switched off while it runs, as
+// torch.autocast's recipe has it: the backward ops run in the types the
+// forward pass chose. (On the CPU backward runs on the calling thread, under
+// its autocast, which would cast gradients again: 2.6% of a bf16 ResNet18
+// step, docs/performance.md.) Strategies back-propagate with it.
+void Backward(const torch::Tensor& loss);
+
 // Builds another model exactly like the one being trained (same plugin, same
 // options, fresh weights); strategies that keep several replicas in one
 // process build them with it.

@@ -7,6 +7,7 @@
 #include "ATen/ops/randint.h"
 #include "ATen/ops/randn.h"
 #include "pipeline/interfaces/optimizer.h"
+#include "pipeline/interfaces/strategy.h"
 #include "pipeline/registry/registry.h"
 #include "pipeline/trainer/autocast.h"
 #include "pipeline/weights/build_model.h"
@@ -43,11 +44,14 @@ ComputeResult ComputeCeiling(const PipelineConfig& config, int batch_size, doubl
   const at::Tensor labels = at::randint(kClasses, {batch_size}, at::kLong);
   const double steps = StepsPerSecond(min_seconds, [&] {
     ReleaseGradients(*optimizer);  // as the trainer does
+    at::Tensor loss;
     {
-      // As the trainer runs a step's forward and backward.
+      // As the trainer and the strategies run a step: forward and loss
+      // under autocast, backward outside it.
       AutocastScope autocast(bf16 ? TrainerConfig::BF16_AUTOCAST : TrainerConfig::FP32);
-      at::cross_entropy_loss(model->forward(images), labels).backward();
+      loss = at::cross_entropy_loss(model->forward(images), labels);
     }
+    Backward(loss);
     optimizer->step();
   });
   return {steps * batch_size, config.trainer().threads()};

@@ -148,7 +148,7 @@ class DataParallelStrategy : public Strategy {
           torch::Tensor loss = TrainingLoss(*replicas_[i], out, label_chunks[i].to(device, true),
                                             loss_function) *
                                (static_cast<double>(sizes[i]) / static_cast<double>(n));
-          loss.backward();
+          Backward(loss);
           losses[i] = loss.detach().cpu();
           logits[i] = out.detach().cpu();
         });

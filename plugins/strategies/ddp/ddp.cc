@@ -99,7 +99,7 @@ class DdpStrategy : public Strategy {
       torch::Tensor loss =
           TrainingLoss(model, logits, labels.to(device_, /*non_blocking=*/true), loss_function);
       reducer_.BeginBackward(loss);
-      loss.backward();
+      Backward(loss);
       const double waited = reducer_.Finish();
       return StepOutput{loss.detach().cpu(), logits.detach().cpu(), waited};
     });

@@ -44,7 +44,7 @@ class SingleDeviceStrategy : public Strategy {
       torch::Tensor logits = model.forward(images.to(device_, /*non_blocking=*/true));
       torch::Tensor loss =
           TrainingLoss(model, logits, labels.to(device_, /*non_blocking=*/true), loss_function);
-      loss.backward();
+      Backward(loss);
       return StepOutput{loss.detach(), logits.detach()};
     });
   }
