@@ -145,19 +145,32 @@ TEST(LoaderTest, OutputDoesNotDependOnTheNumberOfThreads) {
   EXPECT_FALSE(Drain(loader)[0].images.equal(one[0].images));
 }
 
+// to_float then normalize with ImageNet's mean and std: the trailing
+// ChannelMaps a typical pipeline ends with.
+struct ImageNetNormalization {
+  ImageNetNormalization() {
+    to_float = OrDie(testing::CreatePlugin<Transform>(R"pb(name: "to_float")pb"));
+    normalize = OrDie(testing::CreatePlugin<Transform>(R"pb(
+      name: "normalize"
+      options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: [0.485, 0.456, 0.406] std: [0.229, 0.224, 0.225] } }
+    )pb"));
+  }
+  static std::unique_ptr<Transform> OrDie(absl::StatusOr<std::unique_ptr<Transform>> made) {
+    EXPECT_TRUE(made.ok()) << made.status();
+    return made.ok() ? std::move(*made) : nullptr;
+  }
+  std::unique_ptr<Transform> to_float, normalize;
+};
+
 // to_float and normalize at the end of the transforms run while the batch is
 // written, with the very same arithmetic as their Apply.
 TEST(LoaderTest, ChannelMapsRunInTheBatchWriteBitwiseAsTheTransforms) {
   ColorDataset dataset(12);
   RandomInvert invert;
-  auto to_float = testing::CreatePlugin<Transform>(R"pb(name: "to_float")pb");
-  auto normalize = testing::CreatePlugin<Transform>(R"pb(
-    name: "normalize"
-    options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: [0.485, 0.456, 0.406] std: [0.229, 0.224, 0.225] } }
-  )pb");
-  ASSERT_TRUE(to_float.ok() && normalize.ok());
-  ASSERT_TRUE((*to_float)->AsChannelMap() && (*normalize)->AsChannelMap());
-  Loader loader(&dataset, {&invert, to_float->get(), normalize->get()},
+  const ImageNetNormalization maps;
+  ASSERT_TRUE(maps.to_float && maps.normalize);
+  ASSERT_TRUE(maps.to_float->AsChannelMap() && maps.normalize->AsChannelMap());
+  Loader loader(&dataset, {&invert, maps.to_float.get(), maps.normalize.get()},
                 {.batch_size = 4, .num_workers = 2, .seed = 3});
   loader.StartEpoch(1, Range(12));
   std::vector<Batch> batches = Drain(loader);
@@ -179,13 +192,9 @@ TEST(LoaderTest, ChannelMapsRunInTheBatchWriteBitwiseAsTheTransforms) {
 TEST(LoaderTest, ChannelMapsLeftToTheDeviceGiveTheSameBatch) {
   ColorDataset dataset(12);
   RandomInvert invert;
-  auto to_float = testing::CreatePlugin<Transform>(R"pb(name: "to_float")pb");
-  auto normalize = testing::CreatePlugin<Transform>(R"pb(
-    name: "normalize"
-    options { [type.googleapis.com/pipeline.NormalizeOptions] { mean: [0.485, 0.456, 0.406] std: [0.229, 0.224, 0.225] } }
-  )pb");
-  ASSERT_TRUE(to_float.ok() && normalize.ok());
-  const std::vector<const Transform*> transforms = {&invert, to_float->get(), normalize->get()};
+  const ImageNetNormalization maps;
+  ASSERT_TRUE(maps.to_float && maps.normalize);
+  const std::vector<const Transform*> transforms = {&invert, maps.to_float.get(), maps.normalize.get()};
   Loader on_host(&dataset, transforms, {.batch_size = 4, .num_workers = 2, .seed = 3});
   Loader left(&dataset, transforms,
               {.batch_size = 4, .num_workers = 2, .seed = 3, .channel_maps_on_device = true});
