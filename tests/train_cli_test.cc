@@ -431,7 +431,8 @@ TEST(TrainCliTest, PrecisionAutoIsDecidedForTheCpuAndRecorded) {
   std::stringstream text;
   text << run_info.rdbuf();
   EXPECT_THAT(text.str(), HasSubstr("\"compute\":{\"precision\":\"FP32\",\"memory_format\":"
-                                    "\"CONTIGUOUS\",\"device\":\"CPU "));
+                                    "\"CONTIGUOUS\",\"cudnn_benchmark\":\"false\",\"device\":"
+                                    "\"CPU "));
   // The saved config keeps AUTO: a resumed run decides again.
   std::ifstream saved(out + "/config.textproto");
   std::stringstream saved_text;

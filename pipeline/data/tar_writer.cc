@@ -21,7 +21,10 @@ void PutOctal(char* field, size_t width, uint64_t value) {
   for (size_t i = width - 1; i-- > 0; value >>= 3) field[i] = static_cast<char>('0' + (value & 7));
 }
 
-void PutText(char* field, absl::string_view text) { std::memcpy(field, text.data(), text.size()); }
+// An empty string_view may hold a null pointer, which memcpy must not get.
+void PutText(char* field, absl::string_view text) {
+  if (!text.empty()) std::memcpy(field, text.data(), text.size());
+}
 
 }  // namespace
 
