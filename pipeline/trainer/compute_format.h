@@ -45,13 +45,13 @@ absl::StatusOr<double> MeasureCpuBf16Slowdown(bool channels_last);
 struct ComputeFormat {
   TrainerConfig::Precision precision = TrainerConfig::FP32;  // never AUTO
   bool channels_last = false;
-  // cuDNN's autotuner (torch.backends.cudnn.benchmark): CUDA only.
-  bool cudnn_benchmark = false;
   // One line for the start header and run_info.jsonl: what was chosen and
   // why ("precision: AUTO chose BF16_AUTOCAST: the CPU computes bf16
   // natively (AVX-512 BF16); memory_format: AUTO chose CHANNELS_LAST ...").
   std::string reason;
   std::string device;  // DeviceNumerics::description
+  // cuDNN's autotuner (torch.backends.cudnn.benchmark): CUDA only.
+  bool cudnn_benchmark = false;
 };
 
 // Decides trainer.precision and trainer.memory_format for `device`.
