@@ -21,6 +21,8 @@ PACKAGES=(
   # The multi-host test's network: namespaces, links and tc (iproute2), and
   # packet loss where the kernel has no netem (nftables).
   iproute2 nftables
+  # torchrun, which tests/torchrun_test starts the runner's ranks with.
+  python3-torch
 )
 
 missing=()

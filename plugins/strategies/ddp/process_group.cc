@@ -15,6 +15,7 @@
 #include "pipeline/util/torch_status.h"
 #include "pipeline/util/torch_version.h"
 #include "torch/csrc/distributed/c10d/ProcessGroupGloo.hpp"
+#include "torch/csrc/distributed/c10d/PrefixStore.hpp"
 #include "torch/csrc/distributed/c10d/TCPStore.hpp"
 #ifdef USE_C10D_NCCL
 #include "c10/cuda/CUDAFunctions.h"
@@ -81,20 +82,25 @@ void CheckRanksAgree(c10d::Store& store, const Rendezvous& rendezvous) {
   }
 }
 
-// The store of this attempt (rank 0 serves it), once the ranks agree.
-// Throws what c10d throws, and the refusals above.
+// The store of this attempt (rank 0 serves it, or torchrun's agent), once
+// the ranks agree. Throws what c10d throws, and the refusals above.
 c10::intrusive_ptr<c10d::Store> ConnectStore(const DdpOptions& options,
                                              const Rendezvous& rendezvous,
                                              std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(rendezvous.master_port);
-  store_options.isServer = rendezvous.rank == 0;
+  store_options.isServer = rendezvous.rank == 0 && !rendezvous.agent_store;
   store_options.numWorkers = rendezvous.world_size;
   store_options.timeout = timeout;
   UseClassicStoreBackend(store_options);
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   while (true) {
-    auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+    c10::intrusive_ptr<c10d::Store> store =
+        c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+    if (rendezvous.agent_store) {
+      store = c10::make_intrusive<c10d::PrefixStore>(
+          absl::StrCat("/worker/attempt_", rendezvous.restart_count), store);
+    }
     if (StoreOfThisAttempt(*store, rendezvous)) {
       CheckRanksAgree(*store, rendezvous);
       return store;

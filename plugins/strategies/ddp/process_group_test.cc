@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pipeline/testing/free_port.h"
+#include "pipeline/util/c10d_compat.h"
 #include "plugins/strategies/ddp/loopback_ranks.h"
 
 namespace pipeline {
@@ -63,6 +64,23 @@ TEST(ProcessGroupTest, RanksOfOneAttemptFormAGroup) {
   EXPECT_EQ(ConnectOnThreads({LoopbackRendezvous(0, 2, port), LoopbackRendezvous(1, 2, port)},
                              {30, 30}),
             (std::vector<std::string>{"", ""}));
+}
+
+// Under torchrun the agent serves the store on MASTER_PORT and the ranks,
+// rank 0 included, join it as clients.
+TEST(ProcessGroupTest, UnderTorchrunTheRanksJoinTheAgentsStore) {
+  const int port = FreePort();
+  c10d::TCPStoreOptions agent_options;
+  agent_options.port = static_cast<uint16_t>(port);
+  agent_options.isServer = true;
+  agent_options.waitWorkers = false;
+  UseClassicStoreBackend(agent_options);
+  c10d::TCPStore agent("127.0.0.1", agent_options);
+  std::vector<Rendezvous> ranks = {LoopbackRendezvous(0, 2, port), LoopbackRendezvous(1, 2, port)};
+  for (Rendezvous& rank : ranks) rank.agent_store = true;
+  EXPECT_EQ(ConnectOnThreads(ranks, {30, 30}), (std::vector<std::string>{"", ""}));
+  // Under the prefix PyTorch's workers use.
+  EXPECT_TRUE(agent.check({"/worker/attempt_0/pipeline/restart_count"}));
 }
 
 // Of two processes started as rank 1, the second to claim the rank is

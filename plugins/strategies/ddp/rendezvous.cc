@@ -79,6 +79,7 @@ absl::StatusOr<Rendezvous> ReadRendezvous(const StrategyContext& context) {
   r.host = HostOfThisRank(context);
   ASSIGN_OR_RETURN(r.restart_count,
                    IntFromEnvironment(context, {"TORCHELASTIC_RESTART_COUNT"}, false, 0));
+  r.agent_store = context.environment("TORCHELASTIC_USE_AGENT_STORE") == "True";
   if (r.world_size < 1 || r.rank >= r.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("RANK=", r.rank, " WORLD_SIZE=", r.world_size,
                                                    ": the rank must be below the world size"));

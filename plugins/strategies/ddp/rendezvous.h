@@ -26,6 +26,11 @@ struct Rendezvous {
   std::string host;
   // Which attempt of the job this is (TORCHELASTIC_RESTART_COUNT).
   int restart_count = 0;
+  // torchrun's agent already serves a store at master_addr:master_port
+  // (TORCHELASTIC_USE_AGENT_STORE=True): every rank joins it as a client,
+  // under the prefix /worker/attempt_<restart_count>, as PyTorch's
+  // _create_c10d_store does, instead of rank 0 serving one on that port.
+  bool agent_store = false;
 };
 
 // The rendezvous of this rank from `context.environment`, checked: a rank

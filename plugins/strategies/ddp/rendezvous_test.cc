@@ -23,8 +23,10 @@ StrategyContext WithEnvironment(std::map<std::string, std::string> variables) {
 TEST(RendezvousTest, TorchrunVariables) {
   auto r = ReadRendezvous(WithEnvironment({{"RANK", "3"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "1"},
                                            {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29600"},
-                                           {"TORCHELASTIC_RESTART_COUNT", "2"}}));
+                                           {"TORCHELASTIC_RESTART_COUNT", "2"},
+                                           {"TORCHELASTIC_USE_AGENT_STORE", "True"}}));
   ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->agent_store);
   EXPECT_EQ(r->rank, 3);
   EXPECT_EQ(r->world_size, 4);
   EXPECT_EQ(r->local_rank, 1);
@@ -40,6 +42,7 @@ TEST(RendezvousTest, SlurmVariablesAloneWithRankZeroOnTheFirstHost) {
                                            {"SLURM_LOCALID", "1"},
                                            {"SLURM_JOB_NODELIST", "gpu[07-10]"}}));
   ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->agent_store);
   EXPECT_EQ(r->rank, 5);
   EXPECT_EQ(r->world_size, 8);
   EXPECT_EQ(r->local_rank, 1);
