@@ -112,6 +112,29 @@ std::vector<std::unique_ptr<BackgroundProcess>> StartNodes(
   return nodes;
 }
 
+// The same as StartNodes under the real torchrun (tools/torchrun, Debian's
+// python3-torch), one worker a host, its static rendezvous at
+// `master_addr`.
+std::vector<std::unique_ptr<BackgroundProcess>> StartTorchrunNodes(
+    const TestNetwork& network, const std::vector<int>& hosts, const std::string& dir,
+    const std::string& config, const std::string& master_addr) {
+  std::vector<std::unique_ptr<BackgroundProcess>> nodes;
+  for (size_t node = 0; node < hosts.size(); ++node) {
+    const std::vector<std::string> argv = {
+        "/usr/bin/env", "GLOO_SOCKET_IFNAME=" + TestNetwork::Interface(), "tools/torchrun",
+        "--no_python", absl::StrCat("--nnodes=", hosts.size()), "--nproc_per_node=1",
+        absl::StrCat("--node_rank=", node), "--master_addr=" + master_addr,
+        absl::StrCat("--master_port=", kMasterPort), "tools/train", "--config=" + config};
+    nodes.push_back(std::make_unique<BackgroundProcess>(network.OnHost(hosts[node], argv),
+                                                        absl::StrCat(dir, "/log", node)));
+  }
+  return nodes;
+}
+
+bool TorchrunInstalled() {
+  return RunCommand("/usr/bin/python3 -c 'import torch.distributed.run'").exit_code == 0;
+}
+
 std::vector<int> WaitForAll(std::vector<std::unique_ptr<BackgroundProcess>>& nodes) {
   std::vector<int> exit_codes;
   for (auto& node : nodes) exit_codes.push_back(node->Wait());
@@ -209,6 +232,25 @@ TEST(MultiHostTest, TwoHostsTrainLikeOneProcessOnTheWholeBatch) {
   ExpectSameEpochs(loopback[0]->Output(), host0, 3, 0);
   ExpectSameModel(FinalCheckpoint(loopback_dir, 3), FinalCheckpoint(dir, 3));
   ExpectSameEpochs(single.output, host0, 3, 1e-4);
+
+  // The same two hosts started by the real torchrun: the same epochs and
+  // weights as train's own launchers.
+  if (!TorchrunInstalled()) {
+    Report("torchrun part skipped: python3-torch (torchrun) is not installed");
+    return;
+  }
+  const std::string torchrun_dir = RunDir("two_hosts_torchrun");
+  const auto torchrun_start = std::chrono::steady_clock::now();
+  auto torchrun = StartTorchrunNodes(**network, {0, 1}, torchrun_dir,
+                                     WriteConfig(torchrun_dir, "ddp", 4, 3),
+                                     (*network)->Address(0));
+  const std::vector<int> torchrun_exits = WaitForAll(torchrun);
+  Report(absl::StrFormat("2 hosts under torchrun, 3 epochs: %.1f s",
+                         SecondsSince(torchrun_start)));
+  ASSERT_EQ(torchrun_exits[0], 0) << torchrun[0]->Output();
+  ASSERT_EQ(torchrun_exits[1], 0) << torchrun[1]->Output();
+  ExpectSameEpochs(loopback[0]->Output(), torchrun[0]->Output(), 3, 0);
+  ExpectSameModel(FinalCheckpoint(loopback_dir, 3), FinalCheckpoint(torchrun_dir, 3));
 }
 
 // Three hosts of two workers each: every rank has a peer on its own host
