@@ -3,25 +3,23 @@
 #include "ATen/ATen.h"
 
 namespace pipeline {
-namespace {
-
-// One value per channel as a 1 x C x 1 x 1 tensor on `device`, or the single
-// value for every channel as a scalar.
-at::Tensor PerChannel(const std::vector<float>& values, const at::Device& device) {
-  if (values.size() == 1) return at::scalar_tensor(values[0], at::kFloat).to(device);
-  return at::tensor(values, at::kFloat)
-      .view({1, static_cast<int64_t>(values.size()), 1, 1})
-      .to(device, /*non_blocking=*/true);
-}
-
-}  // namespace
 
 at::Tensor ApplyChannelMaps(const at::Tensor& images, const std::vector<ChannelMap>& maps) {
   at::Tensor mapped = images.to(at::kFloat);
+  const int64_t channels = mapped.size(1);
+  auto value = [](const std::vector<float>& values, int64_t c) {
+    return values.size() == 1 ? values[0] : values[c];
+  };
   for (const ChannelMap& map : maps) {
-    mapped.mul_(PerChannel(map.multiply, images.device()))
-        .sub_(PerChannel(map.subtract, images.device()))
-        .div_(PerChannel(map.divide, images.device()));
+    const bool same_for_all = map.multiply.size() == 1 && map.subtract.size() == 1 &&
+                              map.divide.size() == 1;
+    // Each channel's plane with its values as scalars: kernel arguments,
+    // where tensors of the values would be copied to the device (and wait
+    // for it) with every batch.
+    for (int64_t c = 0; c < (same_for_all ? 1 : channels); ++c) {
+      at::Tensor part = same_for_all ? mapped : mapped.select(1, c);
+      part.mul_(value(map.multiply, c)).sub_(value(map.subtract, c)).div_(value(map.divide, c));
+    }
   }
   return mapped;
 }
