@@ -12,8 +12,7 @@
 #include "ATen/ops/_foreach_mul.h"
 #include "ATen/ops/_foreach_sqrt.h"
 #include "pipeline/util/torch_version.h"
-#include "plugins/optimizers/common/multi_tensor_sgd.h"
-#include "torch/autograd.h"
+#include "plugins/optimizers/common/multi_tensor_step.h"
 #if PIPELINE_TORCH_AT_LEAST(2, 4)
 #include "ATen/ops/_fused_adam.h"
 #include "ATen/ops/_fused_adamw.h"
@@ -36,20 +35,13 @@ template <typename Base, typename Options, typename ParamState>
 torch::Tensor MultiTensorAdamFamily<Base, Options, ParamState>::step(
     torch::optim::Optimizer::LossClosure closure) {
   if (RunsForLoop(implementation_, this->param_groups())) return Base::step(closure);
-  torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
-  for (auto& group : this->param_groups()) {
+  return StepEachGroup(this->param_groups(), closure, [this](auto& group) {
     if (implementation_ == OptimizerImplementation::FUSED) {
       FusedStep(group);
     } else {
       ForeachStep(group);
     }
-  }
-  return loss;
+  });
 }
 
 template <typename Base, typename Options, typename ParamState>
@@ -59,9 +51,8 @@ MultiTensorAdamFamily<Base, Options, ParamState>::Gather(torch::optim::Optimizer
   Slots slots;
   for (const auto& p : group.params()) {
     if (!p.grad().defined()) continue;
-    const OptimizerStateKey key = OptimizerStateKeyOf(p);
-    auto found = this->state().find(key);
-    if (found == this->state().end()) {
+    auto& slot = this->state()[OptimizerStateKeyOf(p)];
+    if (slot == nullptr) {
       auto fresh = std::make_unique<ParamState>();
       fresh->step(0);
       fresh->exp_avg(torch::zeros_like(p, at::MemoryFormat::Preserve));
@@ -69,10 +60,9 @@ MultiTensorAdamFamily<Base, Options, ParamState>::Gather(torch::optim::Optimizer
       if (options.amsgrad()) {
         fresh->max_exp_avg_sq(torch::zeros_like(p, at::MemoryFormat::Preserve));
       }
-      this->state()[key] = std::move(fresh);
-      found = this->state().find(key);
+      slot = std::move(fresh);
     }
-    auto& state = static_cast<ParamState&>(*found->second);
+    auto& state = static_cast<ParamState&>(*slot);
     slots.params.push_back(p);
     slots.grads.push_back(p.grad());
     slots.exp_avgs.push_back(state.exp_avg());

@@ -6,20 +6,9 @@
 #include "ATen/ops/_foreach_add.h"
 #include "ATen/ops/_foreach_mul.h"
 #include "pipeline/util/optimizer_state_key.h"
-#include "torch/autograd.h"
+#include "plugins/optimizers/common/multi_tensor_step.h"
 
 namespace pipeline {
-
-bool RunsForLoop(OptimizerImplementation::Value implementation,
-                 const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-  if (implementation != OptimizerImplementation::AUTO) {
-    return implementation == OptimizerImplementation::FOR_LOOP;
-  }
-  for (const auto& group : groups) {
-    for (const auto& p : group.params()) return !p.is_cuda();
-  }
-  return true;
-}
 
 MultiTensorSgd::MultiTensorSgd(std::vector<torch::optim::OptimizerParamGroup> groups,
                                torch::optim::SGDOptions defaults,
@@ -29,14 +18,7 @@ MultiTensorSgd::MultiTensorSgd(std::vector<torch::optim::OptimizerParamGroup> gr
 
 torch::Tensor MultiTensorSgd::step(LossClosure closure) {
   if (RunsForLoop(implementation_, param_groups())) return torch::optim::SGD::step(closure);
-  torch::NoGradGuard no_grad;
-  torch::Tensor loss;
-  if (closure != nullptr) {
-    at::AutoGradMode enable_grad(true);
-    loss = closure();
-  }
-  for (auto& group : param_groups()) ForeachStep(group);
-  return loss;
+  return StepEachGroup(param_groups(), closure, [this](auto& group) { ForeachStep(group); });
 }
 
 // LibTorch's SGD::step for one group, each line over the group at once:
@@ -57,17 +39,15 @@ void MultiTensorSgd::ForeachStep(torch::optim::OptimizerParamGroup& group) {
   if (options.momentum() != 0) {
     std::vector<torch::Tensor> buffers, old_buffers, old_d_p;
     for (size_t i = 0; i < params.size(); ++i) {
-      const OptimizerStateKey key = OptimizerStateKeyOf(params[i]);
-      auto found = state().find(key);
-      if (found == state().end()) {
+      auto& slot = state()[OptimizerStateKeyOf(params[i])];
+      if (slot == nullptr) {
         auto fresh = std::make_unique<torch::optim::SGDParamState>();
         fresh->momentum_buffer(torch::clone(d_p[i]).detach());
         buffers.push_back(fresh->momentum_buffer());
-        state()[key] = std::move(fresh);
+        slot = std::move(fresh);
         continue;
       }
-      buffers.push_back(
-          static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer());
+      buffers.push_back(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer());
       old_buffers.push_back(buffers.back());
       old_d_p.push_back(d_p[i]);
     }

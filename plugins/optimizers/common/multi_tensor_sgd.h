@@ -24,11 +24,6 @@ class MultiTensorSgd : public torch::optim::SGD {
   const OptimizerImplementation::Value implementation_;
 };
 
-// Whether `implementation` runs the per-parameter loop for `parameters`
-// (AUTO: unless they are on a CUDA device).
-bool RunsForLoop(OptimizerImplementation::Value implementation,
-                 const std::vector<torch::optim::OptimizerParamGroup>& groups);
-
 }  // namespace pipeline
 
 #endif  // PLUGINS_OPTIMIZERS_COMMON_MULTI_TENSOR_SGD_H_

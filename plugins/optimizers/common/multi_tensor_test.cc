@@ -6,6 +6,7 @@
 #include "gtest/gtest.h"
 #include "plugins/optimizers/common/multi_tensor_adam.h"
 #include "plugins/optimizers/common/multi_tensor_sgd.h"
+#include "plugins/optimizers/common/multi_tensor_step.h"
 #include "torch/torch.h"
 
 namespace pipeline {
