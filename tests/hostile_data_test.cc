@@ -23,6 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/temp_path.h"
 #include "pipeline/testing/command.h"
 #include "pipeline/image/image_codec.h"
 #include "pipeline/image/libpng_writer.h"
@@ -40,10 +41,7 @@ Result RunTrain(const std::string& arguments) {
   return testing::RunCommand("tools/train " + arguments);
 }
 
-void WriteFile(const fs::path& path, const std::string& bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using testing::WriteFile;
 
 Image Noise(int height, int width, int channels, uint32_t seed) {
   Image image;

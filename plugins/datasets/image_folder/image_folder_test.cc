@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/testing/temp_path.h"
 #include "pipeline/image/image_codec.h"
 #include "pipeline/interfaces/dataset.h"
 #include "pipeline/testing/plugin_test_util.h"
@@ -33,10 +34,7 @@ Image Solid(int height, int width, int channels, uint8_t value) {
   return image;
 }
 
-void WriteFile(const fs::path& path, const std::string& bytes) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+using testing::WriteFile;
 
 // A fresh, empty folder per test.
 fs::path TempRoot(const std::string& name) {

@@ -15,6 +15,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pipeline/image/test_images.h"
+#include "pipeline/testing/temp_path.h"
 #include "pipeline/data/shard_index.h"
 #include "pipeline/data/tar_reader.h"
 #include "pipeline/data/tar_writer.h"
@@ -47,20 +49,13 @@ std::string ReadFile(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
 }
 
-void WriteFile(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
+using testing::WriteFile;
 
 // A small image whose pixels depend on `seed`.
 Image Pattern(int height, int width, int channels, int seed) {
-  Image image;
-  image.height = height;
-  image.width = width;
-  image.channels = channels;
-  image.u8.resize(static_cast<size_t>(height) * width * channels);
-  for (size_t i = 0; i < image.u8.size(); ++i)
-    image.u8[i] = static_cast<uint8_t>(i * 7 + seed * 31);
-  return image;
+  std::vector<uint8_t> pixels(static_cast<size_t>(height) * width * channels);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 + seed * 31);
+  return testing::U8Image(height, width, channels, std::move(pixels));
 }
 
 std::string Png(int seed) {
